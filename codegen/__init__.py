@@ -1,0 +1,1 @@
+"""mcpgen's generator: pinned MCP schemas in, typed per-version models and dispatch tables out."""

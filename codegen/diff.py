@@ -1,0 +1,115 @@
+"""What changed between two protocol versions, at protocol level (methods, defs, fields)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ir import Method, Protocol
+
+METHOD_FACETS = ("kind", "direction", "params", "params_required", "result", "may_require_input", "capability", "deprecated")
+
+
+def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:
+    """A JSON-ready description of the changes from `old` to `new`."""
+    methods_changed = []
+    for name in sorted(set(old.methods) & set(new.methods)):
+        changes = _method_changes(old.methods[name], new.methods[name])
+        if changes:
+            methods_changed.append({"method": name, "changes": changes})
+
+    defs_changed = []
+    for name in sorted(set(old.defs) & set(new.defs)):
+        a, b = old.defs[name], new.defs[name]
+        entry: dict[str, Any] = {"def": name}
+        if a.shape != b.shape:
+            entry["shape"] = [a.shape, b.shape]
+        fa = {f.name: f for f in a.fields}
+        fb = {f.name: f for f in b.fields}
+        added = [{"name": n, "type": fb[n].type, "required": fb[n].required} for n in sorted(set(fb) - set(fa))]
+        removed = [{"name": n, "type": fa[n].type, "required": fa[n].required} for n in sorted(set(fa) - set(fb))]
+        changed = []
+        for n in sorted(set(fa) & set(fb)):
+            change: dict[str, Any] = {}
+            if fa[n].type != fb[n].type:
+                change["type"] = [fa[n].type, fb[n].type]
+            if fa[n].required != fb[n].required:
+                change["required"] = [fa[n].required, fb[n].required]
+            if change:
+                changed.append({"name": n, **change})
+        if added:
+            entry["fields_added"] = added
+        if removed:
+            entry["fields_removed"] = removed
+        if changed:
+            entry["fields_changed"] = changed
+        if len(entry) > 1:
+            defs_changed.append(entry)
+
+    return {
+        "from": old.version,
+        "to": new.version,
+        "era": [old.era, new.era],
+        "methods": {
+            "added": [new.methods[m].as_json() for m in sorted(set(new.methods) - set(old.methods))],
+            "removed": [old.methods[m].as_json() for m in sorted(set(old.methods) - set(new.methods))],
+            "changed": methods_changed,
+        },
+        "defs": {
+            "added": sorted(set(new.defs) - set(old.defs)),
+            "removed": sorted(set(old.defs) - set(new.defs)),
+            "changed": defs_changed,
+        },
+    }
+
+
+def _method_changes(a: Method, b: Method) -> dict[str, list[Any]]:
+    ja, jb = a.as_json(), b.as_json()
+    return {facet: [ja[facet], jb[facet]] for facet in METHOD_FACETS if ja[facet] != jb[facet]}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return f"{value.get('side')}:{value.get('path')}"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def format_diff(d: dict[str, Any]) -> str:
+    """The diff as text for people."""
+    lines = [f"{d['from']} -> {d['to']} (era {d['era'][0]} -> {d['era'][1]})", ""]
+    m = d["methods"]
+    lines.append(f"Methods: {len(m['added'])} added, {len(m['removed'])} removed, {len(m['changed'])} changed")
+    for row in m["added"]:
+        lines.append(f"  + {row['method']}  ({row['kind']}, {row['direction']}, result {_fmt(row['result'])})")
+    for row in m["removed"]:
+        lines.append(f"  - {row['method']}  ({row['kind']}, {row['direction']})")
+    for row in m["changed"]:
+        lines.append(f"  ~ {row['method']}")
+        for facet, (old, new) in row["changes"].items():
+            lines.append(f"      {facet}: {_fmt(old)} -> {_fmt(new)}")
+    defs = d["defs"]
+    lines.append("")
+    lines.append(f"Defs: {len(defs['added'])} added, {len(defs['removed'])} removed, {len(defs['changed'])} changed")
+    for name in defs["added"]:
+        lines.append(f"  + {name}")
+    for name in defs["removed"]:
+        lines.append(f"  - {name}")
+    for row in defs["changed"]:
+        lines.append(f"  ~ {row['def']}")
+        if "shape" in row:
+            lines.append(f"      shape: {row['shape'][0]} -> {row['shape'][1]}")
+        for f in row.get("fields_added", []):
+            lines.append(f"      + {f['name']}: {f['type']}{' (required)' if f['required'] else ''}")
+        for f in row.get("fields_removed", []):
+            lines.append(f"      - {f['name']}: {f['type']}{' (required)' if f['required'] else ''}")
+        for f in row.get("fields_changed", []):
+            parts = []
+            if "type" in f:
+                parts.append(f"type {f['type'][0]} -> {f['type'][1]}")
+            if "required" in f:
+                parts.append("required" if f["required"][1] else "optional")
+            lines.append(f"      ~ {f['name']}: {'; '.join(parts)}")
+    return "\n".join(lines)

@@ -1,0 +1,37 @@
+"""The generator's error types: every failure names the schema file and JSON pointer behind it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class GenerationError(Exception):
+    """A schema the generator cannot turn into code, located by file and JSON pointer."""
+
+    def __init__(self, message: str, *, file: Path | str | None = None, pointer: str = "") -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.pointer = pointer
+        where = self.file or "<schema>"
+        if pointer:
+            where = f"{where}#{pointer}"
+        super().__init__(f"{where}: {message}")
+
+
+class PinError(Exception):
+    """A schema file whose content does not match its pin, or a pin file that cannot be read."""
+
+
+def escape_pointer_token(token: str) -> str:
+    """Escape one JSON pointer reference token (RFC 6901)."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def unescape_pointer_token(token: str) -> str:
+    """Undo `escape_pointer_token`."""
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def join_pointer(*tokens: str | int) -> str:
+    """Build a JSON pointer from raw tokens."""
+    return "".join("/" + escape_pointer_token(str(t)) for t in tokens)

@@ -1,0 +1,293 @@
+"""Orchestrate generation: schema folder -> `generated/` tree, in parallel and cached.
+
+For each version: load -> fix -> normalise -> IR -> models (datamodel-code-generator) and tables
+(jinja2) -> black. Versions are built in separate processes. A manifest in the output tree
+records, per version, a key made of the schema's sha256 and a fingerprint of the generator
+(its code, templates, data files and the versions of datamodel-code-generator and black); when
+the key and the files on disk still match, the version is not rebuilt.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .errors import GenerationError
+from .fixes import FixReport, apply_fixes, load_rules
+from .ir import Protocol, build_protocol
+from .loader import check_version_string, load_schema
+from .normalize import normalize
+from .overlay import load_overlay
+from .versioning import module_name, sort_versions
+
+CODEGEN_DIR = Path(__file__).parent
+TEMPLATES = CODEGEN_DIR / "templates"
+DATA_FILES = ("fixes.toml", "gates.toml", "deprecations.toml", "results.toml")
+MANIFEST = "manifest.json"
+LINE_LENGTH = 100
+
+
+@dataclass
+class VersionBuild:
+    """The files of one version package and what happened while making them."""
+
+    version: str
+    era: str
+    sha256: str
+    source: str
+    files: dict[str, str]
+    fix_lines: list[str]
+    warnings: list[str]
+    seconds: float
+
+
+@dataclass
+class VersionOutcome:
+    version: str
+    status: str  # "generated" | "unchanged"
+    fix_lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class GenerateReport:
+    out: Path
+    outcomes: list[VersionOutcome]
+    removed: list[str]
+    seconds: float
+
+    def lines(self) -> list[str]:
+        out = []
+        for o in self.outcomes:
+            out.append(f"{o.version}: {o.status} ({o.seconds:.2f}s)")
+            out.extend("  " + line for line in o.fix_lines)
+            out.extend("  warning: " + w for w in o.warnings)
+        out.extend(f"removed {v} (no longer requested)" for v in self.removed)
+        out.append(f"wrote {self.out} in {self.seconds:.2f}s")
+        return out
+
+
+# -- fingerprint --------------------------------------------------------------------------
+
+
+def generator_fingerprint(data_dir: Path) -> str:
+    """Changes whenever anything that shapes the output changes (code, templates, data, tools)."""
+    digest = hashlib.sha256()
+    for path in sorted(CODEGEN_DIR.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".jinja2") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(CODEGEN_DIR).as_posix().encode())
+            digest.update(path.read_bytes())
+    for name in DATA_FILES:
+        path = data_dir / name
+        digest.update(name.encode())
+        digest.update(path.read_bytes() if path.is_file() else b"<absent>")
+    for dist in ("datamodel-code-generator", "black", "jinja2"):
+        try:
+            digest.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{dist}=?".encode())
+    return digest.hexdigest()
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES / "tables")),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["pyrepr"] = repr
+    return env
+
+
+def black_format(source: str, where: str) -> str:
+    import black
+
+    mode = black.Mode(target_versions={black.TargetVersion.PY310}, line_length=LINE_LENGTH)
+    try:
+        return black.format_str(source, mode=mode)
+    except black.InvalidInput as exc:  # a template or generator bug, not a schema problem
+        raise GenerationError(f"generated code for {where} is not valid Python: {exc}") from exc
+
+
+def render(template: str, **context: Any) -> str:
+    return _environment().get_template(template).render(**context)
+
+
+def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuild:
+    """Everything for one version, in memory (runs in a worker process)."""
+    from .models import emit_models
+
+    started = time.perf_counter()
+    doc = load_schema(schema_dir, version)
+    fixed, report = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
+    norm = normalize(fixed)
+    protocol = build_protocol(norm, load_overlay(data_dir))
+    source = f"{version}/schema.json (sha256 {doc.sha256[:12]})"
+    models = black_format(emit_models(norm), f"{version} models")
+    methods = black_format(render("methods.py.jinja2", p=protocol, source=source), f"{version} methods")
+    init = black_format(render("version_init.py.jinja2", p=protocol), f"{version} __init__")
+    return VersionBuild(
+        version=version,
+        era=protocol.era,
+        sha256=doc.sha256,
+        source=str(doc.file),
+        files={"__init__.py": init, "models.py": models, "methods.py": methods},
+        fix_lines=_fix_lines(report),
+        warnings=protocol.warnings,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _fix_lines(report: FixReport) -> list[str]:
+    return report.lines()
+
+
+def load_protocol(schema_dir: Path, version: str, data_dir: Path) -> Protocol:
+    """The IR of one version (for `methods` and `diff`), without generating code."""
+    doc = load_schema(schema_dir, version)
+    fixed, _ = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
+    return build_protocol(normalize(fixed), load_overlay(data_dir))
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read_manifest(out: Path) -> dict[str, Any]:
+    path = out / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"versions": {}}
+    return data if isinstance(data, dict) and isinstance(data.get("versions"), dict) else {"versions": {}}
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _up_to_date(out: Path, entry: dict[str, Any] | None, key: str) -> bool:
+    if not entry or entry.get("key") != key:
+        return False
+    for rel, digest in entry.get("files", {}).items():
+        path = out / rel
+        if not path.is_file() or _sha(path.read_text(encoding="utf-8")) != digest:
+            return False
+    return True
+
+
+def generate(
+    schema_dir: Path,
+    out: Path,
+    versions: list[str],
+    data_dir: Path,
+    *,
+    prune: bool = False,
+    force: bool = False,
+    jobs: int | None = None,
+) -> GenerateReport:
+    """Generate `versions` from `schema_dir` into `out`.
+
+    With `prune`, versions generated earlier but not listed now are removed (used when
+    generating every pinned version). Unchanged versions are skipped unless `force`.
+    """
+    started = time.perf_counter()
+    for v in versions:
+        check_version_string(v)
+    versions = sort_versions(list(dict.fromkeys(versions)))
+    if not versions:
+        raise GenerationError("no versions to generate")
+    fingerprint = generator_fingerprint(data_dir)
+    manifest = _read_manifest(out)
+    entries: dict[str, Any] = dict(manifest["versions"])
+
+    keys: dict[str, str] = {}
+    todo: list[str] = []
+    for v in versions:
+        schema_path = schema_dir / v / "schema.json"
+        if not schema_path.is_file():
+            raise GenerationError(f"no schema for version {v} (expected {schema_path})", file=schema_path)
+        keys[v] = hashlib.sha256(schema_path.read_bytes() + fingerprint.encode()).hexdigest()
+        if force or not _up_to_date(out, entries.get(v), keys[v]):
+            todo.append(v)
+
+    builds: dict[str, VersionBuild] = {}
+    if len(todo) == 1 or jobs == 1:
+        for v in todo:
+            builds[v] = build_version(schema_dir, v, data_dir)
+    elif todo:
+        workers = min(len(todo), jobs or os.cpu_count() or 1)
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {v: pool.submit(build_version, schema_dir, v, data_dir) for v in todo}
+            for v, fut in futures.items():
+                builds[v] = fut.result()
+
+    outcomes = []
+    for v in versions:
+        if v in builds:
+            b = builds[v]
+            pkg = module_name(v)
+            files = {f"{pkg}/{name}": text for name, text in b.files.items()}
+            for rel, text in files.items():
+                _write_if_changed(out / rel, text)
+            entries[v] = {
+                "key": keys[v],
+                "era": b.era,
+                "sha256": b.sha256,
+                "module": pkg,
+                "files": {rel: _sha(text) for rel, text in files.items()},
+            }
+            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
+        else:
+            outcomes.append(VersionOutcome(v, "unchanged"))
+
+    removed = []
+    if prune:
+        for v in sorted(set(entries) - set(versions)):
+            shutil.rmtree(out / entries[v].get("module", module_name(v)), ignore_errors=True)
+            del entries[v]
+            removed.append(v)
+
+    ordered = sort_versions(list(entries))
+    listing = [{"version": v, "era": entries[v]["era"], "module": entries[v]["module"]} for v in ordered]
+    shared_key = hashlib.sha256((fingerprint + json.dumps(listing, sort_keys=True)).encode()).hexdigest()
+    shared_entry = manifest.get("shared")
+    if force or not _up_to_date(out, shared_entry, shared_key):
+        shared = {
+            "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
+            "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
+            "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
+        }
+        for rel, text in shared.items():
+            _write_if_changed(out / rel, text)
+        shared_entry = {"key": shared_key, "files": {rel: _sha(text) for rel, text in shared.items()}}
+    new_manifest = {
+        "generator": fingerprint,
+        "shared": shared_entry,
+        "versions": {v: entries[v] for v in ordered},
+    }
+    _write_if_changed(out / MANIFEST, json.dumps(new_manifest, indent=2, sort_keys=True) + "\n")
+    return GenerateReport(out, outcomes, removed, time.perf_counter() - started)

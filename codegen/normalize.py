@@ -1,0 +1,335 @@
+"""Reshape a (fixed) schema so every model the emitters need is a named def.
+
+- `allOf` of object schemas is merged into one object (later members win on conflicts).
+- A def that is only a `$ref` to another def becomes a copy of its target, so it is a model
+  of its own (`EmptyResult` is a result, not a wrapper around one).
+- Every inline object schema with properties is hoisted into a def named from its parent and
+  property path (`CompleteRequestParams` + `argument` -> `CompleteRequestParamsArgument`;
+  array items add `Item`, map values `Value`, union branches their tag or `Option<n>`).
+- Unions whose members all carry a distinct required `const` on one property get a
+  `discriminator` (fast, strict parsing on `method`, `type`, ...).
+- The "at least one of these keys" idiom (`anyOf` of bare `required` lists) is lifted out of
+  the schema into `Normalized.require_any_of`, which the model emitter turns into a validator.
+
+Nothing here knows a def name: the rules are about shapes only.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import join_pointer
+from .loader import DEFS, REF_PREFIX, SchemaDocument, make_ref, ref_name
+
+# Keywords whose value is one subschema, and those whose value maps names to subschemas,
+# or lists subschemas. `properties` is handled separately (its keys are data, not keywords).
+_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+        "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+_MAP = ("patternProperties", "dependentSchemas")
+_LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+
+
+@dataclass
+class Normalized:
+    """The model-ready schema: every object is a named def; plus facts the emitters need."""
+
+    doc: SchemaDocument
+    # def name -> groups of wire names; a valid instance must have every key of some group
+    require_any_of: dict[str, list[list[str]]] = field(default_factory=dict)
+    # hoisted def name -> JSON pointer of the inline schema it came from
+    hoisted_from: dict[str, str] = field(default_factory=dict)
+    # def name -> (discriminating property, {tag: member def name}) for root unions
+    discriminators: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+
+
+def pascal(token: str) -> str:
+    """`_meta` -> `Meta`, `inputSchema` -> `InputSchema`, `io.x/clientInfo` -> `IoXClientInfo`."""
+    parts = [p for p in re.split(r"[^0-9A-Za-z]+", token) if p]
+    name = "".join(p[0].upper() + p[1:] for p in parts)
+    if not name:
+        return "Value"
+    if name[0].isdigit():
+        name = "N" + name
+    return name
+
+
+def is_object_schema(node: Any) -> bool:
+    return isinstance(node, dict) and "$ref" not in node and bool(node.get("properties"))
+
+
+def normalize(doc: SchemaDocument) -> Normalized:
+    out = doc.copy()
+    defs = out.defs
+    norm = Normalized(out)
+    _clean_descriptions(defs)
+    _merge_all_of_everywhere(defs)
+    _copy_ref_aliases(defs)
+    _hoist_inline_objects(norm)
+    _lift_require_any_of(norm)
+    _add_discriminators(norm)
+    return norm
+
+
+# -- descriptions ------------------------------------------------------------------------
+
+_LINK = re.compile(r"\{@link ([^}]*)\}")
+
+
+def _clean_descriptions(defs: dict[str, Any]) -> None:
+    """Turn TypeDoc `{@link X}` / `{@link X | text}` (whose `|` the JSON export drops) into code spans."""
+    names = sorted(defs, key=len, reverse=True)
+
+    def link_text(match: re.Match[str]) -> str:
+        content = match.group(1).strip()
+        if "|" in content:
+            content = content.split("|", 1)[1].strip()
+        else:
+            for name in names:
+                if content.startswith(name):
+                    content = content[len(name) :].strip() or name
+                    break
+        return content if "`" in content else f"`{content}`"
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "description" and isinstance(value, str) and "{@link" in value:
+                    node[key] = _LINK.sub(link_text, value)
+                elif isinstance(value, (dict, list)):
+                    visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(defs)
+
+
+# -- allOf ---------------------------------------------------------------------------------
+
+
+def _resolve(defs: dict[str, Any], node: Any, seen: frozenset[str] = frozenset()) -> Any:
+    while isinstance(node, dict) and "$ref" in node and len(node) <= 2:
+        name = ref_name(node["$ref"])
+        if name in seen:
+            break
+        seen = seen | {name}
+        node = defs[name]
+    return node
+
+
+def _merge_objects(defs: dict[str, Any], members: list[Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for member in members:
+        part = copy.deepcopy(_resolve(defs, member))
+        if isinstance(part, dict) and "allOf" in part:
+            part = {**{k: v for k, v in part.items() if k != "allOf"}, **_merge_objects(defs, part["allOf"])}
+        if not isinstance(part, dict):
+            continue
+        for key, value in part.items():
+            if key == "properties":
+                props = merged.setdefault("properties", {})
+                for pname, pschema in value.items():
+                    if isinstance(props.get(pname), dict) and isinstance(pschema, dict):
+                        props[pname] = {**props[pname], **pschema}
+                    else:
+                        props[pname] = pschema
+            elif key == "required":
+                req = merged.setdefault("required", [])
+                req.extend(r for r in value if r not in req)
+            elif key == "description" and "description" in merged:
+                continue
+            else:
+                merged[key] = value
+    return merged
+
+
+def _merge_all_of_everywhere(defs: dict[str, Any]) -> None:
+    def visit(node: Any) -> Any:
+        if isinstance(node, dict):
+            for key, sub in list(node.items()):
+                node[key] = visit_child(key, sub)
+            if isinstance(node.get("allOf"), list):
+                members = node.pop("allOf")
+                merged = _merge_objects(defs, members)
+                for key, value in merged.items():
+                    if key == "description" and "description" in node:
+                        continue
+                    node[key] = value
+                visit(node)
+        return node
+
+    def visit_child(key: str, sub: Any) -> Any:
+        if key == "properties" and isinstance(sub, dict):
+            return {k: visit(v) for k, v in sub.items()}
+        if key in _MAP and isinstance(sub, dict):
+            return {k: visit(v) for k, v in sub.items()}
+        if key in _ONE and isinstance(sub, dict):
+            return visit(sub)
+        if key in (*_LIST, "items") and isinstance(sub, list):
+            return [visit(v) for v in sub]
+        return sub
+
+    for name in list(defs):
+        defs[name] = visit(defs[name])
+
+
+# -- ref aliases ---------------------------------------------------------------------------
+
+
+def _copy_ref_aliases(defs: dict[str, Any]) -> None:
+    for name in list(defs):
+        node = defs[name]
+        if isinstance(node, dict) and "$ref" in node and set(node) <= {"$ref", "description", "title"}:
+            target = _resolve(defs, node, frozenset({name}))
+            if isinstance(target, dict) and "$ref" not in target:
+                replacement = copy.deepcopy(target)
+                if "description" in node:
+                    replacement["description"] = node["description"]
+                defs[name] = replacement
+
+
+# -- hoisting ------------------------------------------------------------------------------
+
+
+def _branch_name(branch: Any, index: int) -> str:
+    if isinstance(branch, dict):
+        for pname, pschema in sorted((branch.get("properties") or {}).items()):
+            if isinstance(pschema, dict) and isinstance(pschema.get("const"), str) and pname in branch.get(
+                "required", []
+            ):
+                return pascal(pschema["const"])
+        if isinstance(branch.get("title"), str):
+            return pascal(branch["title"])
+    return f"Option{index + 1}"
+
+
+def _hoist_inline_objects(norm: Normalized) -> None:
+    defs = norm.doc.defs
+    taken = set(defs)
+    queue = list(defs)
+    origin: dict[str, tuple[str, ...]] = {name: (DEFS, name) for name in defs}
+
+    def new_name(base: str) -> str:
+        name = base
+        n = 2
+        while name in taken:
+            name = f"{base}{n}"
+            n += 1
+        taken.add(name)
+        return name
+
+    def visit(node: Any, owner: str, suffix: str, pointer: tuple[str, ...], at_root: bool) -> Any:
+        if not isinstance(node, dict):
+            return node
+        if not at_root and is_object_schema(node):
+            name = new_name(owner + suffix)
+            defs[name] = node
+            norm.hoisted_from[name] = join_pointer(*pointer)
+            origin[name] = pointer
+            queue.append(name)
+            return make_ref(name)
+        for key in list(node):
+            sub = node[key]
+            if key == "properties" and isinstance(sub, dict):
+                node[key] = {
+                    k: visit(v, owner, suffix + pascal(k), (*pointer, key, k), False) for k, v in sub.items()
+                }
+            elif key in _MAP and isinstance(sub, dict):
+                node[key] = {k: visit(v, owner, suffix + "Value", (*pointer, key, k), False) for k, v in sub.items()}
+            elif key == "items" and isinstance(sub, dict):
+                node[key] = visit(sub, owner, suffix + "Item", (*pointer, key), False)
+            elif key == "additionalProperties" and isinstance(sub, dict):
+                node[key] = visit(sub, owner, suffix + "Value", (*pointer, key), False)
+            elif key in _ONE and isinstance(sub, dict):
+                node[key] = visit(sub, owner, suffix + pascal(key), (*pointer, key), False)
+            elif key in _LIST and isinstance(sub, list):
+                node[key] = [
+                    visit(v, owner, suffix + _branch_name(v, i), (*pointer, key, str(i)), False)
+                    for i, v in enumerate(sub)
+                ]
+        return node
+
+    while queue:
+        name = queue.pop(0)
+        defs[name] = visit(defs[name], name, "", origin[name], True)
+
+
+# -- require-any-of -----------------------------------------------------------------------
+
+
+def _lift_require_any_of(norm: Normalized) -> None:
+    for name, node in norm.doc.defs.items():
+        if not isinstance(node, dict) or not node.get("properties"):
+            continue
+        for key in ("anyOf", "oneOf"):
+            branches = node.get(key)
+            if (
+                isinstance(branches, list)
+                and branches
+                and all(isinstance(b, dict) and set(b) == {"required"} for b in branches)
+            ):
+                norm.require_any_of[name] = [list(b["required"]) for b in branches]
+                del node[key]
+
+
+# -- discriminators -----------------------------------------------------------------------
+
+
+def _const_tags(defs: dict[str, Any], members: list[Any]) -> tuple[str, dict[str, str]] | None:
+    targets = []
+    for m in members:
+        if not (isinstance(m, dict) and set(m) == {"$ref"}):
+            return None
+        target = defs.get(ref_name(m["$ref"]))
+        if not isinstance(target, dict) or not target.get("properties"):
+            return None
+        targets.append((ref_name(m["$ref"]), target))
+    candidates = set.intersection(*(set(t["properties"]) for _, t in targets))
+    for prop in sorted(candidates):
+        tags: dict[str, str] = {}
+        for name, target in targets:
+            schema = target["properties"][prop]
+            value = schema.get("const") if isinstance(schema, dict) else None
+            if not isinstance(value, str) or prop not in target.get("required", []) or value in tags:
+                break
+            tags[value] = name
+        else:
+            return prop, tags
+    return None
+
+
+def _add_discriminators(norm: Normalized) -> None:
+    defs = norm.doc.defs
+
+    def visit(node: Any, def_name: str | None) -> None:
+        if isinstance(node, dict):
+            for key in ("anyOf", "oneOf"):
+                members = node.get(key)
+                if isinstance(members, list) and len(members) > 1 and "discriminator" not in node:
+                    found = _const_tags(defs, members)
+                    if found:
+                        prop, tags = found
+                        node["discriminator"] = {
+                            "propertyName": prop,
+                            "mapping": {tag: REF_PREFIX + name for tag, name in tags.items()},
+                        }
+                        if def_name is not None:
+                            norm.discriminators[def_name] = found
+            for key, sub in node.items():
+                if key == "properties" and isinstance(sub, dict):
+                    for v in sub.values():
+                        visit(v, None)
+                elif key in _MAP and isinstance(sub, dict):
+                    for v in sub.values():
+                        visit(v, None)
+                elif isinstance(sub, (dict, list)) and key in (*_ONE, *_LIST):
+                    visit(sub, None)
+        elif isinstance(node, list):
+            for v in node:
+                visit(v, None)
+
+    for name, node in defs.items():
+        visit(node, name)

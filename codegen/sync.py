@@ -1,0 +1,187 @@
+"""Pins (`schema/versions.toml`) and `mcpgen sync`: copy pinned schema files in, checked by sha256.
+
+A source is a folder or a base URL laid out as `<source>/<version>/schema.json` (the spec
+repository's `schema/` folder has this layout). A file whose sha256 differs from its pin is
+refused; `--update-pins` records the new hash once the change has been reviewed. From a folder,
+the version's `examples/` folder (real messages, one folder per def) is copied too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .errors import PinError
+from .loader import check_version_string
+from .versioning import sort_versions
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+PINS_FILE = "versions.toml"
+FETCH_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class Pin:
+    version: str
+    sha256: str
+    repo: str = ""
+    commit: str = ""
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    version: str
+    sha256: str
+    status: str  # "copied" | "unchanged" | "pinned"
+    examples: int
+
+
+def read_pins(schema_root: Path) -> list[Pin]:
+    path = schema_root / PINS_FILE
+    if not path.is_file():
+        raise PinError(f"no pin file at {path}; create it or pass --schema-dir to a folder with one")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PinError(f"{path}: {exc}") from exc
+    pins = []
+    for i, raw in enumerate(data.get("version", [])):
+        try:
+            pin = Pin(
+                version=str(raw["version"]),
+                sha256=str(raw["sha256"]).lower(),
+                repo=str(raw.get("repo", "")),
+                commit=str(raw.get("commit", "")),
+                path=str(raw.get("path", "")),
+            )
+            check_version_string(pin.version)
+        except (KeyError, ValueError) as exc:
+            raise PinError(f"{path}: entry {i} needs `version` (YYYY-MM-DD) and `sha256`: {exc}") from exc
+        pins.append(pin)
+    order = sort_versions([p.version for p in pins])
+    by_version = {p.version: p for p in pins}
+    if len(by_version) != len(pins):
+        raise PinError(f"{path}: a version is pinned twice")
+    return [by_version[v] for v in order]
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string for our ASCII values
+
+
+def write_pins(schema_root: Path, pins: list[Pin]) -> None:
+    lines = [
+        "# Pinned MCP schema versions: where each file comes from upstream and its sha256.",
+        "# `mcpgen sync` refuses a file whose hash differs; `mcpgen sync --update-pins` re-pins",
+        "# after you have reviewed the change (`mcpgen diff OLD NEW`).",
+    ]
+    by_version = {p.version: p for p in pins}
+    for version in sort_versions(list(by_version)):
+        pin = by_version[version]
+        lines += [
+            "",
+            "[[version]]",
+            f"version = {_toml_string(pin.version)}",
+            f"repo = {_toml_string(pin.repo)}",
+            f"commit = {_toml_string(pin.commit)}",
+            f"path = {_toml_string(pin.path)}",
+            f"sha256 = {_toml_string(pin.sha256)}",
+        ]
+    target = schema_root / PINS_FILE
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://", "file://"))
+
+
+def fetch_schema(source: str, version: str) -> bytes:
+    """The bytes of `<source>/<version>/schema.json` from a folder or a base URL."""
+    if is_url(source):
+        url = source.rstrip("/") + f"/{version}/schema.json"
+        try:
+            with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:  # noqa: S310 (user-chosen URL)
+                data: bytes = response.read()
+                return data
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise PinError(f"cannot fetch {url}: {exc}") from exc
+    path = Path(source) / version / "schema.json"
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise PinError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def sync(
+    source: str,
+    schema_root: Path,
+    versions: list[str] | None = None,
+    *,
+    update_pins: bool = False,
+) -> list[SyncResult]:
+    """Copy the pinned (or the named) versions from `source` into `schema_root/<version>/`."""
+    pins = {p.version: p for p in read_pins(schema_root)}
+    wanted = sort_versions(list(dict.fromkeys(versions))) if versions else list(pins)
+    if not wanted:
+        raise PinError(f"{schema_root / PINS_FILE} pins no versions")
+    results = []
+    changed_pins = dict(pins)
+    for version in wanted:
+        check_version_string(version)
+        data = fetch_schema(source, version)
+        digest = hashlib.sha256(data).hexdigest()
+        pin = pins.get(version)
+        if pin is None and not update_pins:
+            raise PinError(
+                f"version {version} is not pinned in {schema_root / PINS_FILE}. "
+                f"To pin it at the file {source} serves now (sha256 {digest}), run: "
+                f"mcpgen sync --from {source} --version {version} --update-pins"
+            )
+        status = "copied"
+        if pin is not None and pin.sha256 != digest:
+            if not update_pins:
+                raise PinError(
+                    f"schema {version} from {source} has sha256 {digest}, but {schema_root / PINS_FILE} pins "
+                    f"{pin.sha256}. The upstream file changed (or the source is not the pinned one). "
+                    f"Review the change, then re-pin with: mcpgen sync --from {source} --version {version} "
+                    "--update-pins (and update the pin's commit)"
+                )
+        if pin is None or pin.sha256 != digest:
+            status = "pinned"
+            base = pin or Pin(version=version, sha256=digest, path=f"schema/{version}/schema.json")
+            changed_pins[version] = replace(base, sha256=digest)
+        target = schema_root / version / "schema.json"
+        if status == "copied" and target.is_file() and target.read_bytes() == data:
+            status = "unchanged"
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name("schema.json.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        examples = 0
+        if not is_url(source):
+            src_examples = Path(source) / version / "examples"
+            dst_examples = schema_root / version / "examples"
+            if src_examples.is_dir():
+                if dst_examples.exists():
+                    shutil.rmtree(dst_examples)
+                shutil.copytree(src_examples, dst_examples)
+                examples = sum(1 for _ in dst_examples.rglob("*.json"))
+        results.append(SyncResult(version, digest, status, examples))
+    if changed_pins != pins:
+        write_pins(schema_root, list(changed_pins.values()))
+    return results

@@ -1,0 +1,1 @@
+"""mcpgen's runtime: sessions, transports and version negotiation over the generated tables."""
