@@ -117,20 +117,20 @@ def _versions_in(schema_dir: Path) -> list[str]:
         return [p.version for p in read_pins(schema_dir)]
     if not schema_dir.is_dir():
         raise GenerationError(f"schema folder {schema_dir} does not exist")
-    return sorted(
-        p.name for p in schema_dir.iterdir() if DATED_VERSION.match(p.name) and (p / "schema.json").is_file()
-    )
+    return sorted(p.name for p in schema_dir.iterdir() if DATED_VERSION.match(p.name) and (p / "schema.json").is_file())
 
 
 @main.command()
 @schema_dir_option
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None, help="Output folder.")
 @click.option("--version", "versions", multiple=True, help="Generate this version (repeatable); default: all.")
-@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Fix rules and tables data.")
+@click.option(
+    "--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Fix rules and table data."
+)
 @click.option("--force", is_flag=True, help="Regenerate even when nothing changed.")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
-def generate(
+def generate(  # noqa: PLR0917 (click passes options positionally)
     schema_dir: Path | None,
     out: Path | None,
     versions: tuple[str, ...],
@@ -204,7 +204,7 @@ def methods(version: str, schema_dir: Path | None, data_dir: Path | None, as_jso
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     click.echo(f"MCP {protocol.version} ({protocol.era} era), {len(rows)} methods")
     for row in table:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
 
 @main.command()

@@ -6,7 +6,16 @@ from typing import Any
 
 from .ir import Method, Protocol
 
-METHOD_FACETS = ("kind", "direction", "params", "params_required", "result", "may_require_input", "capability", "deprecated")
+METHOD_FACETS = (
+    "kind",
+    "direction",
+    "params",
+    "params_required",
+    "result",
+    "may_require_input",
+    "capability",
+    "deprecated",
+)
 
 
 def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:

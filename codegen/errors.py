@@ -17,6 +17,13 @@ class GenerationError(Exception):
             where = f"{where}#{pointer}"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self) -> tuple[object, ...]:  # keep file and pointer across worker processes
+        return (_rebuild_generation_error, (self.message, self.file, self.pointer))
+
+
+def _rebuild_generation_error(message: str, file: str | None, pointer: str) -> GenerationError:
+    return GenerationError(message, file=file, pointer=pointer)
+
 
 class PinError(Exception):
     """A schema file whose content does not match its pin, or a pin file that cannot be read."""

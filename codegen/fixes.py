@@ -26,18 +26,13 @@ Operations, applied in this order to the matched node, with paths relative to it
 from __future__ import annotations
 
 import copy
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _toml as tomllib
 from .errors import GenerationError, escape_pointer_token, unescape_pointer_token
 from .loader import DEFS, SchemaDocument
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 ANY = "$any"
 
@@ -161,7 +156,7 @@ def matches(pattern: Any, node: Any) -> bool:
         return (
             isinstance(node, list)
             and len(node) == len(pattern)
-            and all(matches(p, n) for p, n in zip(pattern, node))
+            and all(matches(p, n) for p, n in zip(pattern, node, strict=True))
         )
     if isinstance(pattern, bool) or isinstance(node, bool):
         return isinstance(pattern, bool) and isinstance(node, bool) and pattern == node
@@ -206,11 +201,11 @@ def _apply_ops(rule: FixRule, node: dict[str, Any]) -> None:
         target[tokens[-1]] = copy.deepcopy(value)
     for rel in rule.remove:
         tokens = _split_rel(rel)
-        target: Any = node
+        holder: Any = node
         for t in tokens[:-1]:
-            target = target.get(t) if isinstance(target, dict) else None
-        if isinstance(target, dict):
-            target.pop(tokens[-1], None)
+            holder = holder.get(t) if isinstance(holder, dict) else None
+        if isinstance(holder, dict):
+            holder.pop(tokens[-1], None)
     for rel, values in rule.remove_items.items():
         tokens = _split_rel(rel)
         parent: Any = node

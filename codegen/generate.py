@@ -117,11 +117,12 @@ def _environment() -> jinja2.Environment:
 def black_format(source: str, where: str) -> str:
     import black
 
-    mode = black.Mode(target_versions={black.TargetVersion.PY310}, line_length=LINE_LENGTH)
+    mode = black.Mode(target_versions={black.TargetVersion.PY310}, line_length=LINE_LENGTH)  # type: ignore[attr-defined]
     try:
-        return black.format_str(source, mode=mode)
-    except black.InvalidInput as exc:  # a template or generator bug, not a schema problem
+        formatted: str = black.format_str(source, mode=mode)
+    except black.InvalidInput as exc:  # type: ignore[attr-defined]  # a template or generator bug, not a schema problem
         raise GenerationError(f"generated code for {where} is not valid Python: {exc}") from exc
+    return formatted
 
 
 def render(template: str, **context: Any) -> str:

@@ -7,6 +7,7 @@ normalisation found (the "at least one of" groups) as template data.
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 from pathlib import Path
@@ -57,49 +58,76 @@ def model_input(norm: Normalized) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def emit_models(norm: Normalized) -> str:
-    """Generate `models.py` source for one version (black-formatted, deterministic)."""
-    from datamodel_code_generator import (
-        DataModelType,
-        Formatter,
-        InputFileType,
-        PythonVersion,
-        generate,
-    )
+    """Generate `models.py` source for one version (formatted later by the caller, with black)."""
+    import warnings
+
+    from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate  # type: ignore[attr-defined]
 
     schema, extra = model_input(norm)
     header = HEADER.format(version=norm.doc.version, source=f"{norm.doc.version}/schema.json")
+    options: dict[str, Any] = {
+        "input_file_type": InputFileType.JsonSchema,
+        "output_model_type": DataModelType.PydanticV2BaseModel,
+        "target_python_version": PythonVersion.PY_310,
+        "target_pydantic_version": "2.11",
+        "formatters": [],
+        "custom_template_dir": TEMPLATE_DIR,
+        "extra_template_data": extra,
+        "additional_imports": ["pydantic.model_validator"],
+        "custom_file_header": header,
+        "disable_timestamp": True,
+        "skip_root_model": True,
+        # Python names in snake_case, wire names kept as aliases (`_meta` -> `meta`, `$schema` -> `schema_`).
+        "snake_case_field": True,
+        "remove_special_field_name_prefix": True,
+        "allow_population_by_field_name": True,
+        # Open objects stay open.
+        "extra_fields": "allow",
+        # Fast, exact types: literals for enums/consts, unions as type aliases (discriminated where the schema allows).
+        "enum_field_as_literal": "all",
+        "use_type_alias_type": True,
+        "field_constraints": True,
+        "use_union_operator": True,
+        "use_standard_collections": True,
+        "use_double_quotes": True,
+        "use_schema_description": True,
+        # No silent coercion: "3" is not an integer and 3 is not a string, as in JSON Schema.
+        "strict_types": ["str", "int", "float", "bool"],
+        # Formats are documentation here: URIs with custom schemes and base64 payloads stay plain strings.
+        "type_mappings": ["string+uri=string", "string+byte=string", "string+uri-template=string"],
+    }
     try:
-        code = generate(
-            json.dumps(schema),
-            input_file_type=InputFileType.JsonSchema,
-            output_model_type=DataModelType.PydanticV2BaseModel,
-            target_python_version=PythonVersion.PY_310,
-            formatters=[Formatter.BLACK],
-            custom_template_dir=TEMPLATE_DIR,
-            extra_template_data=extra,
-            additional_imports=["pydantic.model_validator"],
-            custom_file_header=header,
-            snake_case_field=True,
-            remove_special_field_name_prefix=True,
-            extra_fields="allow",
-            allow_population_by_field_name=True,
-            enum_field_as_literal="all",
-            field_constraints=True,
-            use_union_operator=True,
-            use_standard_collections=True,
-            use_double_quotes=True,
-            use_schema_description=True,
-            use_field_description=False,
-            disable_timestamp=True,
-            skip_root_model=True,
-            use_type_alias_type=True,
-            type_mappings=["string+uri=string", "string+byte=string", "string+uri-template=string"],
-            target_pydantic_version="2.11",
-        )
-    except GenerationError:
-        raise
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = generate(json.dumps(schema), **options)
     except Exception as exc:  # datamodel-code-generator raises many types; keep the file in the message
         raise GenerationError(f"datamodel-code-generator failed: {exc}", file=norm.doc.file) from exc
     if not isinstance(code, str):
         raise GenerationError("datamodel-code-generator returned several modules; expected one", file=norm.doc.file)
-    return code
+    return drop_rebuild_calls(code)
+
+
+def drop_rebuild_calls(code: str) -> str:
+    """Remove module-level `Model.model_rebuild()` statements (found by AST, not by text).
+
+    datamodel-code-generator adds them for forward references; they would build every validator
+    at import time. The models use `defer_build=True`, and pydantic resolves forward references
+    against the module on first use, so the calls only cost import time.
+    """
+    tree = ast.parse(code)
+    drop: set[int] = set()
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr == "model_rebuild"
+            and isinstance(node.value.func.value, ast.Name)
+            and not node.value.args
+            and not node.value.keywords
+        ):
+            drop.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    if not drop:
+        return code
+    lines = code.splitlines(keepends=True)
+    return "".join(line for number, line in enumerate(lines, start=1) if number not in drop)

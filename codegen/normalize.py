@@ -26,8 +26,19 @@ from .loader import DEFS, REF_PREFIX, SchemaDocument, make_ref, ref_name
 
 # Keywords whose value is one subschema, and those whose value maps names to subschemas,
 # or lists subschemas. `properties` is handled separately (its keys are data, not keywords).
-_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
-        "unevaluatedProperties", "unevaluatedItems", "additionalItems")
+_ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+)
 _MAP = ("patternProperties", "dependentSchemas")
 _LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
 
@@ -43,6 +54,8 @@ class Normalized:
     hoisted_from: dict[str, str] = field(default_factory=dict)
     # def name -> (discriminating property, {tag: member def name}) for root unions
     discriminators: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    # defs that accept every JSON value, emitted as `Any` (JSON parsing already guarantees JSON)
+    any_json: list[str] = field(default_factory=list)
 
 
 def pascal(token: str) -> str:
@@ -67,6 +80,7 @@ def normalize(doc: SchemaDocument) -> Normalized:
     _clean_descriptions(defs)
     _merge_all_of_everywhere(defs)
     _copy_ref_aliases(defs)
+    norm.any_json = _collapse_any_json(defs)
     _hoist_inline_objects(norm)
     _lift_require_any_of(norm)
     _add_discriminators(norm)
@@ -176,6 +190,63 @@ def _merge_all_of_everywhere(defs: dict[str, Any]) -> None:
         defs[name] = visit(defs[name])
 
 
+# -- any JSON value ------------------------------------------------------------------------
+
+_ALL_JSON = {"object", "array", "string", "number", "boolean", "null"}
+_QUIET_KEYS = {"description", "title", "$comment"}
+
+
+def _covered_types(defs: dict[str, Any], name: str, branch: Any) -> set[str]:
+    if not isinstance(branch, dict):
+        return set()
+    ref = branch.get("$ref")
+    if isinstance(ref, str) and set(branch) <= {"$ref"} | _QUIET_KEYS:
+        target = defs.get(ref_name(ref))
+        values = target.get("additionalProperties") if isinstance(target, dict) else None
+        if (
+            isinstance(target, dict)
+            and not target.get("properties")
+            and set(target) <= {"type", "additionalProperties", "properties"} | _QUIET_KEYS
+            and isinstance(values, dict)
+            and values.get("$ref") == REF_PREFIX + name
+        ):
+            return {"object"}
+        return set()
+    kinds = branch.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if not isinstance(kinds, list):
+        return set()
+    if kinds == ["array"]:
+        items = branch.get("items")
+        if set(branch) <= {"type", "items"} | _QUIET_KEYS and isinstance(items, dict) and items.get("$ref") == (
+            REF_PREFIX + name
+        ):
+            return {"array"}
+        return set()
+    if set(branch) <= {"type"} | _QUIET_KEYS:
+        return {"number" if k == "integer" else str(k) for k in kinds} - {"array", "object"}
+    return set()
+
+
+def _collapse_any_json(defs: dict[str, Any]) -> list[str]:
+    """A def that is a union covering every JSON value (object and array of itself, every
+    primitive) constrains nothing a JSON parser has not already checked: make it `{}`."""
+    found = []
+    for name, node in defs.items():
+        branches = node.get("anyOf") if isinstance(node, dict) else None
+        if not isinstance(branches, list) or set(node) - {"anyOf"} - _QUIET_KEYS:
+            continue
+        covered: set[str] = set()
+        for branch in branches:
+            covered |= _covered_types(defs, name, branch)
+        if covered >= _ALL_JSON:
+            found.append(name)
+    for name in found:
+        description = defs[name].get("description")
+        defs[name] = {"description": description} if description else {}
+    return found
+
+
 # -- ref aliases ---------------------------------------------------------------------------
 
 
@@ -197,8 +268,10 @@ def _copy_ref_aliases(defs: dict[str, Any]) -> None:
 def _branch_name(branch: Any, index: int) -> str:
     if isinstance(branch, dict):
         for pname, pschema in sorted((branch.get("properties") or {}).items()):
-            if isinstance(pschema, dict) and isinstance(pschema.get("const"), str) and pname in branch.get(
-                "required", []
+            if (
+                isinstance(pschema, dict)
+                and isinstance(pschema.get("const"), str)
+                and pname in branch.get("required", [])
             ):
                 return pascal(pschema["const"])
         if isinstance(branch.get("title"), str):
@@ -234,9 +307,7 @@ def _hoist_inline_objects(norm: Normalized) -> None:
         for key in list(node):
             sub = node[key]
             if key == "properties" and isinstance(sub, dict):
-                node[key] = {
-                    k: visit(v, owner, suffix + pascal(k), (*pointer, key, k), False) for k, v in sub.items()
-                }
+                node[key] = {k: visit(v, owner, suffix + pascal(k), (*pointer, key, k), False) for k, v in sub.items()}
             elif key in _MAP and isinstance(sub, dict):
                 node[key] = {k: visit(v, owner, suffix + "Value", (*pointer, key, k), False) for k, v in sub.items()}
             elif key == "items" and isinstance(sub, dict):
@@ -319,10 +390,7 @@ def _add_discriminators(norm: Normalized) -> None:
                         if def_name is not None:
                             norm.discriminators[def_name] = found
             for key, sub in node.items():
-                if key == "properties" and isinstance(sub, dict):
-                    for v in sub.values():
-                        visit(v, None)
-                elif key in _MAP and isinstance(sub, dict):
+                if key in ("properties", *_MAP) and isinstance(sub, dict):
                     for v in sub.values():
                         visit(v, None)
                 elif isinstance(sub, (dict, list)) and key in (*_ONE, *_LIST):

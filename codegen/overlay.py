@@ -12,18 +12,13 @@ Entries are keyed by method string (or property name) and an optional version ra
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _toml as tomllib
 from .errors import GenerationError
 from .versioning import version_key
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 SIDES = ("client", "server", "receiver")
 
@@ -107,9 +102,10 @@ def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise GenerationError(f"cannot read data file: {exc}", file=path) from exc
+    return data
 
 
 def _need(raw: dict[str, Any], key: str, path: Path, where: str) -> str:

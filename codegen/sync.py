@@ -12,20 +12,15 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import _toml as tomllib
 from .errors import PinError
 from .loader import check_version_string
 from .versioning import sort_versions
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PINS_FILE = "versions.toml"
 FETCH_TIMEOUT = 60.0
@@ -114,7 +109,7 @@ def fetch_schema(source: str, version: str) -> bytes:
     if is_url(source):
         url = source.rstrip("/") + f"/{version}/schema.json"
         try:
-            with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:  # noqa: S310 (user-chosen URL)
+            with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:
                 data: bytes = response.read()
                 return data
         except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -152,14 +147,13 @@ def sync(
                 f"mcpgen sync --from {source} --version {version} --update-pins"
             )
         status = "copied"
-        if pin is not None and pin.sha256 != digest:
-            if not update_pins:
-                raise PinError(
-                    f"schema {version} from {source} has sha256 {digest}, but {schema_root / PINS_FILE} pins "
-                    f"{pin.sha256}. The upstream file changed (or the source is not the pinned one). "
-                    f"Review the change, then re-pin with: mcpgen sync --from {source} --version {version} "
-                    "--update-pins (and update the pin's commit)"
-                )
+        if pin is not None and pin.sha256 != digest and not update_pins:
+            raise PinError(
+                f"schema {version} from {source} has sha256 {digest}, but {schema_root / PINS_FILE} pins "
+                f"{pin.sha256}. The upstream file changed (or the source is not the pinned one). "
+                f"Review the change, then re-pin with: mcpgen sync --from {source} --version {version} "
+                "--update-pins (and update the pin's commit)"
+            )
         if pin is None or pin.sha256 != digest:
             status = "pinned"
             base = pin or Pin(version=version, sha256=digest, path=f"schema/{version}/schema.json")

@@ -1,0 +1,33 @@
+"""Shared test fixtures: where the schemas are and the generated packages."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = REPO / "schema"
+VERSIONS = ("2025-11-25", "2026-07-28")
+
+
+def schema_source() -> Path:
+    """The folder `.ci/run` synced from (`MCPGEN_SCHEMA_SOURCE`, default `../shared/mcp-schema`)."""
+    env = os.environ.get("MCPGEN_SCHEMA_SOURCE")
+    if env and not env.startswith(("http://", "https://")):
+        return Path(env)
+    return REPO.parent / "shared" / "mcp-schema"
+
+
+@pytest.fixture(scope="session")
+def schema_dir() -> Path:
+    for v in VERSIONS:
+        if not (SCHEMA_DIR / v / "schema.json").is_file():
+            pytest.fail(f"{SCHEMA_DIR / v / 'schema.json'} is missing: run the README's setup command (mcpgen sync)")
+    return SCHEMA_DIR
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return SCHEMA_DIR
