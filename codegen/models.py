@@ -76,6 +76,8 @@ def emit_models(norm: Normalized) -> str:
         "additional_imports": ["pydantic.model_validator"],
         "custom_file_header": header,
         "disable_timestamp": True,
+        # Annotations evaluated by Python at class creation, not compiled from strings by pydantic.
+        "disable_future_imports": True,
         "skip_root_model": True,
         # Python names in snake_case, wire names kept as aliases (`_meta` -> `meta`, `$schema` -> `schema_`).
         "snake_case_field": True,

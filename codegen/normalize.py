@@ -218,8 +218,10 @@ def _covered_types(defs: dict[str, Any], name: str, branch: Any) -> set[str]:
         return set()
     if kinds == ["array"]:
         items = branch.get("items")
-        if set(branch) <= {"type", "items"} | _QUIET_KEYS and isinstance(items, dict) and items.get("$ref") == (
-            REF_PREFIX + name
+        if (
+            set(branch) <= {"type", "items"} | _QUIET_KEYS
+            and isinstance(items, dict)
+            and items.get("$ref") == (REF_PREFIX + name)
         ):
             return {"array"}
         return set()

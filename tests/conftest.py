@@ -12,9 +12,14 @@ SCHEMA_DIR = REPO / "schema"
 VERSIONS = ("2025-11-25", "2026-07-28")
 
 
+def _recorded_source() -> str | None:
+    recorded = REPO / ".schema-source"  # written by .ci/setup
+    return recorded.read_text().strip() if recorded.is_file() else None
+
+
 def schema_source() -> Path:
     """The folder `.ci/run` synced from (`MCPGEN_SCHEMA_SOURCE`, default `../shared/mcp-schema`)."""
-    env = os.environ.get("MCPGEN_SCHEMA_SOURCE")
+    env = os.environ.get("MCPGEN_SCHEMA_SOURCE") or _recorded_source()
     if env and not env.startswith(("http://", "https://")):
         return Path(env)
     return REPO.parent / "shared" / "mcp-schema"

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, TypeAdapter
-
 from mcpgen.generated.v2026_07_28 import models
+from pydantic import BaseModel, TypeAdapter
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "schema" / "2026-07-28" / "examples"
 FILES = sorted(EXAMPLES.glob("*/*.json"))

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from mcpgen.codegen.errors import GenerationError
 from mcpgen.codegen.fixes import FixRule, apply_fixes, load_rules, matches
 from mcpgen.codegen.loader import SchemaDocument
@@ -54,27 +53,51 @@ def test_rules_apply_by_shape_and_report_where() -> None:
         set={"properties/ttl/default": 0},
     )
     fixed, report = apply_fixes(source, [rule])
-    assert fixed.defs["A"] == {"type": "object", "properties": {"ttl": {"type": "integer", "default": 0}}, "required": ["x"]}
+    assert fixed.defs["A"] == {
+        "type": "object",
+        "properties": {"ttl": {"type": "integer", "default": 0}},
+        "required": ["x"],
+    }
     assert fixed.defs["B"] == source.defs["B"]
     assert report.applications[0].pointers == ("/$defs/A",)
     assert source.defs["A"]["required"] == ["ttl", "x"], "the input document is not modified"
 
 
 def test_emptied_required_list_is_removed_and_unless_excludes() -> None:
-    source = doc({"A": {"properties": {"r": {"type": "string"}}, "required": ["r"]}, "B": {"properties": {"r": {"type": "string"}, "skip": {}}, "required": ["r"]}})
-    rule = FixRule(id="r", reason="r", select="/$defs/*", when={"properties": {"r": "$any"}},
-                   unless={"properties": {"skip": "$any"}}, remove_items={"required": ["r"]})
+    source = doc(
+        {
+            "A": {"properties": {"r": {"type": "string"}}, "required": ["r"]},
+            "B": {"properties": {"r": {"type": "string"}, "skip": {}}, "required": ["r"]},
+        }
+    )
+    rule = FixRule(
+        id="r",
+        reason="r",
+        select="/$defs/*",
+        when={"properties": {"r": "$any"}},
+        unless={"properties": {"skip": "$any"}},
+        remove_items={"required": ["r"]},
+    )
     fixed, _ = apply_fixes(source, [rule])
     assert "required" not in fixed.defs["A"]
     assert fixed.defs["B"]["required"] == ["r"]
 
 
 def test_context_pattern_looks_at_an_ancestor() -> None:
-    source = doc({"V": {"anyOf": [{"type": ["string", "integer"]}, {"type": "array", "items": {"$ref": "#/$defs/V"}}]},
-                  "W": {"anyOf": [{"type": ["string", "integer"]}]}})
-    rule = FixRule(id="c", reason="r", select="/$defs/*/anyOf/*", when={"type": ["string", "integer"]},
-                   context=__import__("mcpgen.codegen.fixes", fromlist=["Context"]).Context(1, {"$contains": [{"type": "array"}]}),
-                   set={"type": ["string", "number"]})
+    source = doc(
+        {
+            "V": {"anyOf": [{"type": ["string", "integer"]}, {"type": "array", "items": {"$ref": "#/$defs/V"}}]},
+            "W": {"anyOf": [{"type": ["string", "integer"]}]},
+        }
+    )
+    rule = FixRule(
+        id="c",
+        reason="r",
+        select="/$defs/*/anyOf/*",
+        when={"type": ["string", "integer"]},
+        context=__import__("mcpgen.codegen.fixes", fromlist=["Context"]).Context(1, {"$contains": [{"type": "array"}]}),
+        set={"type": ["string", "number"]},
+    )
     fixed, report = apply_fixes(source, [rule])
     assert fixed.defs["V"]["anyOf"][0] == {"type": ["string", "number"]}
     assert fixed.defs["W"]["anyOf"][0] == {"type": ["string", "integer"]}
@@ -99,7 +122,10 @@ def test_project_rules_load_and_each_has_a_reason(data_dir: Path) -> None:
     [
         ("[[fix]]\nid = 'a'\nselect = '/x'\n", "reason"),
         ("[[fix]]\nid = 'a'\nreason = 'r'\nselect = '/x'\nbogus = 1\n", "unknown keys"),
-        ("[[fix]]\nid = 'a'\nreason = 'r'\nselect = '/x'\n[[fix]]\nid = 'a'\nreason = 'r'\nselect = '/x'\n", "duplicate"),
+        (
+            "[[fix]]\nid = 'a'\nreason = 'r'\nselect = '/x'\n[[fix]]\nid = 'a'\nreason = 'r'\nselect = '/x'\n",
+            "duplicate",
+        ),
         ("[[fix]\n", "cannot read"),
     ],
 )

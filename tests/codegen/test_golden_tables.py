@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from mcpgen.codegen.cli import main
 from mcpgen.generated import versions
 
@@ -46,7 +45,17 @@ def test_generated_table_matches_golden(version: str) -> None:
 
 def test_json_rows_have_exactly_the_documented_keys() -> None:
     rows = json.loads((GOLDEN / "methods-2026-07-28.json").read_text())
-    keys = ["method", "kind", "direction", "params", "params_required", "result", "may_require_input", "capability", "deprecated"]
+    keys = [
+        "method",
+        "kind",
+        "direction",
+        "params",
+        "params_required",
+        "result",
+        "may_require_input",
+        "capability",
+        "deprecated",
+    ]
     for row in rows:
         assert list(row) == keys
         assert row["kind"] in ("request", "notification", "input_request")

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from mcpgen.codegen.errors import GenerationError
 from mcpgen.codegen.loader import load_schema
 from mcpgen.codegen.normalize import normalize, pascal
@@ -58,7 +57,11 @@ def test_version_must_be_dated(tmp_path: Path) -> None:
 
 
 def test_draft07_refs_are_normalised(tmp_path: Path) -> None:
-    write(tmp_path, "2030-01-01", json.dumps({"definitions": {"A": {"properties": {"b": {"$ref": "#/definitions/B"}}}, "B": {"type": "string"}}}))
+    write(
+        tmp_path,
+        "2030-01-01",
+        json.dumps({"definitions": {"A": {"properties": {"b": {"$ref": "#/definitions/B"}}}, "B": {"type": "string"}}}),
+    )
     doc = load_schema(tmp_path, "2030-01-01")
     assert doc.draft == "draft-07"
     assert doc.defs["A"]["properties"]["b"] == {"$ref": "#/$defs/B"}
@@ -67,8 +70,14 @@ def test_draft07_refs_are_normalised(tmp_path: Path) -> None:
 def test_inline_objects_get_path_names_never_numbers(schema_dir: Path) -> None:
     norm = normalize(load_schema(schema_dir, "2026-07-28"))
     hoisted = set(norm.hoisted_from)
-    assert {"CompleteRequestParamsArgument", "CompleteRequestParamsContext", "CompleteResultCompletion",
-            "ClientCapabilitiesElicitation", "ServerCapabilitiesTools", "ToolInputSchema"} <= hoisted
+    assert {
+        "CompleteRequestParamsArgument",
+        "CompleteRequestParamsContext",
+        "CompleteResultCompletion",
+        "ClientCapabilitiesElicitation",
+        "ServerCapabilitiesTools",
+        "ToolInputSchema",
+    } <= hoisted
     assert norm.hoisted_from["CompleteRequestParamsArgument"] == "/$defs/CompleteRequestParams/properties/argument"
     assert not [name for name in norm.doc.defs if name[-1].isdigit()], "no numbered names"
 
@@ -87,7 +96,13 @@ def test_naming_is_stable_across_runs(schema_dir: Path) -> None:
 
 @pytest.mark.parametrize(
     ("token", "name"),
-    [("_meta", "Meta"), ("inputSchema", "InputSchema"), ("io.modelcontextprotocol/clientInfo", "IoModelcontextprotocolClientInfo"), ("3d", "N3d"), ("", "Value")],
+    [
+        ("_meta", "Meta"),
+        ("inputSchema", "InputSchema"),
+        ("io.modelcontextprotocol/clientInfo", "IoModelcontextprotocolClientInfo"),
+        ("3d", "N3d"),
+        ("", "Value"),
+    ],
 )
 def test_pascal(token: str, name: str) -> None:
     assert pascal(token) == name

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter, ValidationError
-
 from mcpgen.generated.v2025_11_25 import methods as methods25
 from mcpgen.generated.v2025_11_25 import models as m25
 from mcpgen.generated.v2026_07_28 import methods as methods26
 from mcpgen.generated.v2026_07_28 import models as m26
+from pydantic import TypeAdapter, ValidationError
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -173,7 +172,9 @@ def test_python_names_construct_and_dump_as_wire_names() -> None:
         "content": [{"type": "text", "text": "hi"}],
         "isError": True,
     }
-    schema = m26.ToolInputSchema.model_validate({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"})
+    schema = m26.ToolInputSchema.model_validate(
+        {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}
+    )
     assert schema.schema_ == "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -191,7 +192,7 @@ def test_open_objects_keep_unknown_keys() -> None:
 def test_content_blocks_discriminate_on_type() -> None:
     adapter: TypeAdapter[Any] = TypeAdapter(m26.ContentBlock)
     assert isinstance(adapter.validate_python({"type": "text", "text": "x"}), m26.TextContent)
-    with pytest.raises(ValidationError, match="union_tag_invalid|does not match any of the expected tags"):
+    with pytest.raises(ValidationError, match=r"union_tag_invalid|does not match any of the expected tags"):
         adapter.validate_python({"type": "video", "text": "x"})
 
 
@@ -202,7 +203,9 @@ def test_incoming_requests_discriminate_on_method() -> None:
     with pytest.raises(ValidationError, match="does not match any of the expected tags"):
         adapter.validate_python({**msg, "method": "tools/nope"})
     adapter25: TypeAdapter[Any] = TypeAdapter(m25.ServerRequest)
-    assert isinstance(adapter25.validate_python({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}), m25.ListRootsRequest)
+    assert isinstance(
+        adapter25.validate_python({"jsonrpc": "2.0", "id": 1, "method": "roots/list"}), m25.ListRootsRequest
+    )
 
 
 def test_input_requests_discriminate_on_method() -> None:
@@ -211,7 +214,10 @@ def test_input_requests_discriminate_on_method() -> None:
             "resultType": "input_required",
             "inputRequests": {
                 "a": {"method": "roots/list"},
-                "b": {"method": "elicitation/create", "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}},
+                "b": {
+                    "method": "elicitation/create",
+                    "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {}}},
+                },
             },
         }
     )
@@ -223,7 +229,15 @@ def test_input_requests_discriminate_on_method() -> None:
 def test_legacy_tables_pair_task_results() -> None:
     spec = methods25.METHODS["tools/call"]
     assert spec.result == (m25.CallToolResult, m25.CreateTaskResult)
-    task = {"task": {"taskId": "t", "status": "working", "createdAt": "2025-01-01T00:00:00Z", "lastUpdatedAt": "2025-01-01T00:00:00Z", "ttl": None}}
+    task = {
+        "task": {
+            "taskId": "t",
+            "status": "working",
+            "createdAt": "2025-01-01T00:00:00Z",
+            "lastUpdatedAt": "2025-01-01T00:00:00Z",
+            "ttl": None,
+        }
+    }
     assert isinstance(spec.parse_result(task), m25.CreateTaskResult)
     assert isinstance(spec.parse_result({"content": []}), m25.CallToolResult)
 
@@ -231,7 +245,11 @@ def test_legacy_tables_pair_task_results() -> None:
 def test_errors_table_carries_mcp_error_codes() -> None:
     error = methods26.ERRORS[-32022]
     parsed = error.error.model_validate(
-        {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"], "requested": "1"}}
+        {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": "1"},
+        }
     )
     assert parsed.data.supported == ["2026-07-28"]
     with pytest.raises(ValidationError):

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from mcpgen.codegen.cli import main
 from schema_changes import (
     ADDED_DEFS,
     BASE,
@@ -24,8 +25,6 @@ from schema_changes import (
     write_schema,
 )
 
-from mcpgen.codegen.cli import main
-
 
 def run(*args: str) -> str:
     result = CliRunner().invoke(main, list(args))
@@ -38,8 +37,19 @@ def future_dirs(tmp_path_factory: pytest.TempPathFactory, schema_dir: Path) -> t
     root = tmp_path_factory.mktemp("spec-change")
     schemas = make_future_schema_dir(root / "schemas", schema_dir)
     out = root / "tree" / "future_mcp"
-    run("generate", "--schema-dir", str(schemas), "--out", str(out), "--version", FUTURE, "--version", BASE,
-        "--data-dir", str(schema_dir))
+    run(
+        "generate",
+        "--schema-dir",
+        str(schemas),
+        "--out",
+        str(out),
+        "--version",
+        FUTURE,
+        "--version",
+        BASE,
+        "--data-dir",
+        str(schema_dir),
+    )
     return schemas, out
 
 
@@ -123,8 +133,13 @@ def test_generated_tree_imports_from_anywhere_and_serves_the_new_method(future_d
         models = importlib.import_module(f"{out.name}.v2027_01_15.models")
         assert hasattr(models, RENAMED[1]) and not hasattr(models, RENAMED[0])
         params = spec.parse_params(
-            {"_meta": {"io.modelcontextprotocol/protocolVersion": FUTURE, "io.modelcontextprotocol/clientCapabilities": {}},
-             "widgetId": "w1"}
+            {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": FUTURE,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+                "widgetId": "w1",
+            }
         )
         assert params.widget_id == "w1"
         result = spec.parse_result({"widget": "cog"})
@@ -147,8 +162,17 @@ def test_unseen_version_name_generates(tmp_path: Path, schema_dir: Path) -> None
     doc = json.loads((schema_dir / "2025-11-25" / "schema.json").read_text())
     write_schema(tmp_path / "schemas", "2025-06-18", doc)
     out = tmp_path / "alt"
-    run("generate", "--schema-dir", str(tmp_path / "schemas"), "--out", str(out), "--version", "2025-06-18",
-        "--data-dir", str(schema_dir))
+    run(
+        "generate",
+        "--schema-dir",
+        str(tmp_path / "schemas"),
+        "--out",
+        str(out),
+        "--version",
+        "2025-06-18",
+        "--data-dir",
+        str(schema_dir),
+    )
     assert (out / "v2025_06_18" / "models.py").is_file()
     rows = methods_json(tmp_path / "schemas", "2025-06-18", schema_dir)
     assert [r["method"] for r in rows] == [r["method"] for r in methods_json(schema_dir, "2025-11-25", schema_dir)]

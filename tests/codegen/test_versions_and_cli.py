@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import schema_source
-
 from mcpgen.codegen.cli import main
 from mcpgen.codegen.generate import generate
 from mcpgen.generated import versions
@@ -55,53 +53,64 @@ def test_newest_mutual_ignores_what_either_side_does_not_know() -> None:
 # -- sync and pins -----------------------------------------------------------------------------
 
 
+@pytest.fixture
+def source(tmp_path: Path, schema_dir: Path) -> Path:
+    """A schema source folder (copies of the synced files)."""
+    for version in ("2025-11-25", "2026-07-28"):
+        target = tmp_path / "source" / version
+        target.mkdir(parents=True)
+        shutil.copy(schema_dir / version / "schema.json", target / "schema.json")
+    return tmp_path / "source"
+
+
 def make_pins(root: Path, sha: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "versions.toml").write_text(f'[[version]]\nversion = "2025-11-25"\nsha256 = "{sha}"\n')
 
 
-def test_sync_copies_pinned_files(tmp_path: Path) -> None:
-    source = schema_source()
+def test_sync_copies_pinned_files(tmp_path: Path, source: Path) -> None:
     sha = hashlib.sha256((source / "2025-11-25" / "schema.json").read_bytes()).hexdigest()
     make_pins(tmp_path / "schema", sha)
     result = CliRunner().invoke(main, ["sync", "--from", str(source), "--schema-dir", str(tmp_path / "schema")])
     assert result.exit_code == 0, result.output
     assert "2025-11-25: copied" in result.output
-    assert (tmp_path / "schema" / "2025-11-25" / "schema.json").read_bytes() == (source / "2025-11-25" / "schema.json").read_bytes()
+    assert (tmp_path / "schema" / "2025-11-25" / "schema.json").read_bytes() == (
+        source / "2025-11-25" / "schema.json"
+    ).read_bytes()
     again = CliRunner().invoke(main, ["sync", "--from", str(source), "--schema-dir", str(tmp_path / "schema")])
     assert "2025-11-25: unchanged" in again.output
 
 
-def test_sync_refuses_a_changed_file_and_says_what_to_do(tmp_path: Path) -> None:
+def test_sync_refuses_a_changed_file_and_says_what_to_do(tmp_path: Path, source: Path) -> None:
     make_pins(tmp_path / "schema", "0" * 64)
-    result = CliRunner().invoke(main, ["sync", "--from", str(schema_source()), "--schema-dir", str(tmp_path / "schema")])
+    result = CliRunner().invoke(main, ["sync", "--from", str(source), "--schema-dir", str(tmp_path / "schema")])
     assert result.exit_code == 1
     assert "pins " + "0" * 64 in result.output
     assert "--update-pins" in result.output
     assert not (tmp_path / "schema" / "2025-11-25").exists(), "nothing is copied when the pin does not match"
 
 
-def test_update_pins_records_the_new_hash(tmp_path: Path) -> None:
+def test_update_pins_records_the_new_hash(tmp_path: Path, source: Path) -> None:
     make_pins(tmp_path / "schema", "0" * 64)
     result = CliRunner().invoke(
-        main, ["sync", "--from", str(schema_source()), "--schema-dir", str(tmp_path / "schema"), "--update-pins"]
+        main, ["sync", "--from", str(source), "--schema-dir", str(tmp_path / "schema"), "--update-pins"]
     )
     assert result.exit_code == 0, result.output
     text = (tmp_path / "schema" / "versions.toml").read_text()
-    assert hashlib.sha256((schema_source() / "2025-11-25" / "schema.json").read_bytes()).hexdigest() in text
+    assert hashlib.sha256((source / "2025-11-25" / "schema.json").read_bytes()).hexdigest() in text
 
 
-def test_sync_of_an_unpinned_version_explains_how_to_pin(tmp_path: Path) -> None:
+def test_sync_of_an_unpinned_version_explains_how_to_pin(tmp_path: Path, source: Path) -> None:
     make_pins(tmp_path / "schema", "0" * 64)
     result = CliRunner().invoke(
-        main, ["sync", "--from", str(schema_source()), "--schema-dir", str(tmp_path / "schema"), "--version", "2026-07-28"]
+        main,
+        ["sync", "--from", str(source), "--schema-dir", str(tmp_path / "schema"), "--version", "2026-07-28"],
     )
     assert result.exit_code == 1
     assert "not pinned" in result.output and "--update-pins" in result.output
 
 
-def test_sync_from_a_url(tmp_path: Path) -> None:
-    source = schema_source()
+def test_sync_from_a_url(tmp_path: Path, source: Path) -> None:
     sha = hashlib.sha256((source / "2025-11-25" / "schema.json").read_bytes()).hexdigest()
     make_pins(tmp_path / "schema", sha)
     result = CliRunner().invoke(
@@ -110,8 +119,7 @@ def test_sync_from_a_url(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_sync_source_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = schema_source()
+def test_sync_source_from_environment(tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sha = hashlib.sha256((source / "2025-11-25" / "schema.json").read_bytes()).hexdigest()
     make_pins(tmp_path / "schema", sha)
     monkeypatch.setenv("MCPGEN_SCHEMA_SOURCE", str(source))
@@ -119,9 +127,11 @@ def test_sync_source_from_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     assert result.exit_code == 0, result.output
 
 
-def test_unreachable_source_is_a_clear_error(tmp_path: Path) -> None:
+def test_unreachable_source_is_a_clear_error(tmp_path: Path, source: Path) -> None:
     make_pins(tmp_path / "schema", "0" * 64)
-    result = CliRunner().invoke(main, ["sync", "--from", str(tmp_path / "nowhere"), "--schema-dir", str(tmp_path / "schema")])
+    result = CliRunner().invoke(
+        main, ["sync", "--from", str(tmp_path / "nowhere"), "--schema-dir", str(tmp_path / "schema")]
+    )
     assert result.exit_code == 1
     assert "cannot read" in result.output and "Traceback" not in result.output
 
@@ -164,7 +174,9 @@ def test_generated_files_hold_no_paths_or_times(tmp_path: Path, schema_dir: Path
 
 
 def test_generate_reports_a_missing_version(tmp_path: Path, schema_dir: Path) -> None:
-    result = CliRunner().invoke(main, ["generate", "--schema-dir", str(schema_dir), "--out", str(tmp_path), "--version", "2030-01-01"])
+    result = CliRunner().invoke(
+        main, ["generate", "--schema-dir", str(schema_dir), "--out", str(tmp_path), "--version", "2030-01-01"]
+    )
     assert result.exit_code == 1
     assert "no schema for version 2030-01-01" in result.output
 
