@@ -1,0 +1,184 @@
+"""A stdio MCP server that uses every server feature of mcpgen's runtime.
+
+    python examples/everything_server.py            # serve on stdin/stdout (logs go to stderr)
+
+It answers clients of both eras (the `initialize` handshake and per-request `_meta`): tools
+(typed arguments, a pydantic-model argument, structured output, progress, logging, errors),
+prompts with arguments, static resources and resource templates, completions, pagination
+(page size 5), list-changed notifications (the `toggle_extra_tool` tool adds or removes a
+tool) and resource updates (`touch_resource`).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
+
+from mcpgen.runtime import RequestContext, Server
+
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+
+server = Server(
+    "everything",
+    "1.0.0",
+    title="mcpgen everything server",
+    instructions="A demonstration server: every tool, prompt and resource is safe to call.",
+    page_size=5,
+)
+
+
+# -- tools ----------------------------------------------------------------------------------
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool(annotations={"readOnlyHint": True})
+def add(a: int, b: int) -> int:
+    """Add two integers (structured output)."""
+    return a + b
+
+
+class Rectangle(BaseModel):
+    width: float = Field(gt=0, description="Width in metres")
+    height: float = Field(gt=0, description="Height in metres")
+
+
+class Area(BaseModel):
+    square_metres: float
+    perimeter: float
+
+
+@server.tool()
+def area(rect: Rectangle) -> Area:
+    """The area and perimeter of a rectangle (input schema from a pydantic model)."""
+    return Area(square_metres=rect.width * rect.height, perimeter=2 * (rect.width + rect.height))
+
+
+@server.tool()
+async def long_task(ctx: RequestContext, steps: int = 3) -> str:
+    """Report progress and log each step."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"step {i} of {steps}")
+        await ctx.log("info", {"step": i})
+    return f"finished {steps} steps"
+
+
+@server.tool()
+def fail(message: str = "something went wrong") -> str:
+    """Always fails: the error comes back as an `isError` result."""
+    raise RuntimeError(message)
+
+
+@server.tool()
+def now() -> str:
+    """The server's current UTC time."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+for n in range(1, 5):
+    server.add_tool(
+        lambda n=n: f"filler {n}", name=f"filler_{n}", description="A filler tool that makes the list span pages."
+    )
+
+
+def extra_tool() -> str:
+    return "I come and go."
+
+
+@server.tool()
+def toggle_extra_tool() -> str:
+    """Add or remove the tool `extra` (clients get a list-changed notification)."""
+    if "extra" in server.tools:
+        server.remove_tool("extra")
+        return "removed extra"
+    server.add_tool(extra_tool, name="extra", description="Added at run time.")
+    return "added extra"
+
+
+@server.tool()
+def touch_resource(uri: str = "mem://counter") -> str:
+    """Mark a resource as updated (subscribers are notified)."""
+    COUNTER["value"] += 1
+    server.notify_resource_updated(uri)
+    return f"updated {uri}"
+
+
+# -- prompts ----------------------------------------------------------------------------------
+
+
+@server.prompt(argument_descriptions={"topic": "What to write about", "tone": "formal or casual"})
+def write_poem(topic: str, tone: str = "casual") -> str:
+    """Ask for a short poem."""
+    return f"Write a short {tone} poem about {topic}."
+
+
+@server.prompt()
+def review_code(code: str, language: str = "python") -> list[dict[str, object]]:
+    """A two-message conversation about a piece of code."""
+    return [
+        {"role": "user", "content": f"Please review this {language} code:\n{code}"},
+        {"role": "assistant", "content": "Sure. What should I focus on?"},
+    ]
+
+
+# -- resources -----------------------------------------------------------------------------
+
+COUNTER = {"value": 0}
+
+
+@server.resource("mem://readme", name="readme", mime_type="text/markdown")
+def readme() -> str:
+    """What this server is."""
+    return "# everything\nA demonstration MCP server built with mcpgen."
+
+
+@server.resource("mem://counter", name="counter", mime_type="application/json")
+def counter() -> dict[str, int]:
+    """A counter that `touch_resource` increments."""
+    return {"value": COUNTER["value"]}
+
+
+@server.resource("mem://logo", name="logo", mime_type="image/png")
+def logo() -> bytes:
+    """A few binary bytes."""
+    return bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+
+
+@server.resource("mem://greeting/{name}", name="greeting", mime_type="text/plain")
+def greeting(name: str) -> str:
+    """A greeting for anyone (a resource template)."""
+    return f"Hello, {name}!"
+
+
+@server.resource("mem://files/{+path}", name="file", mime_type="text/plain")
+def file(path: str) -> str:
+    """A pretend file at any path."""
+    return f"contents of {path}"
+
+
+# -- completions -------------------------------------------------------------------------------
+
+LANGUAGES = ["python", "typescript", "go", "rust", "java", "kotlin"]
+
+
+@server.completion
+def complete(ref: dict[str, object], argument: dict[str, str], context: dict[str, object] | None) -> list[str]:
+    if argument.get("name") == "language":
+        return [lang for lang in LANGUAGES if lang.startswith(argument.get("value", ""))]
+    if argument.get("name") == "tone":
+        return [t for t in ("formal", "casual") if t.startswith(argument.get("value", ""))]
+    return []
+
+
+if __name__ == "__main__":
+    server.run_stdio()

@@ -1,0 +1,176 @@
+"""`mcpgen inspect` and `mcpgen call`: talk to a stdio server from the command line.
+
+    mcpgen inspect [--mode auto|legacy|VERSION] [--json] -- python server.py
+    mcpgen call TOOL [--args JSON] [--mode ...] [--json] -- python server.py
+
+A server that crashes, hangs or writes something other than JSON-RPC gets a one-line
+explanation and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import click
+from pydantic import BaseModel
+
+from .client import Client
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+from .errors import ConnectionClosed, McpError, McpRuntimeError, NegotiationError, RequestTimeout
+
+_mode_option = click.option(
+    "--mode", default="auto", show_default=True, help="auto, legacy, or a protocol version to pin."
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+_timeout_option = click.option(
+    "--timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for each answer."
+)
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return value
+
+
+def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Client], Awaitable[Any]]) -> Any:
+    if not command:
+        raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`")
+
+    client = (
+        Client(
+            list(command),
+            mode=mode,
+            request_timeout=timeout,
+            probe_timeout=min(timeout, 5.0),
+            stderr=subprocess.DEVNULL,
+        )
+        if command
+        else None
+    )
+
+    async def main() -> Any:
+        assert client is not None
+        async with client:
+            return await work(client)
+
+    try:
+        return anyio.run(main)
+    except ValueError as exc:  # a bad --mode
+        raise click.UsageError(str(exc)) from None
+    except BaseExceptionGroup as group:
+        raise click.ClickException(f"the connection failed: {group}") from None
+    except (FileNotFoundError, PermissionError) as exc:
+        raise click.ClickException(f"cannot start the server: {exc}") from None
+    except RequestTimeout as exc:
+        bad = client.last_bad_frames if client is not None else 0
+        hint = f"; it wrote {bad} line(s) that are not JSON" if bad else "; is it an MCP stdio server?"
+        raise click.ClickException(f"the server did not answer in time ({exc}){hint}") from None
+    except ConnectionClosed:
+        raise click.ClickException(
+            "the server closed the connection (it crashed or exited); run the command by hand to see its errors"
+        ) from None
+    except NegotiationError as exc:
+        raise click.ClickException(f"could not agree on a protocol version: {exc}") from None
+    except McpError as exc:
+        raise click.ClickException(f"the server answered with an error: {exc}") from None
+    except McpRuntimeError as exc:
+        raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot talk to the server: {exc}") from None
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@_mode_option
+@_json_option
+@_timeout_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
+    """Connect to a stdio server and list what it offers."""
+
+    async def work(client: Client) -> dict[str, Any]:
+        caps = client.server_capabilities
+        report: dict[str, Any] = {
+            "protocol_version": client.protocol_version,
+            "server_info": client.server_info,
+            "capabilities": caps,
+            "tools": [],
+            "prompts": [],
+            "resources": [],
+            "resource_templates": [],
+        }
+        if client.instructions:
+            report["instructions"] = client.instructions
+        sections = (
+            ("tools", "tools", client.tools),
+            ("prompts", "prompts", client.prompts),
+            ("resources", "resources", client.resources),
+            ("resource_templates", "resources", client.resource_templates),
+        )
+        for key, capability, lister in sections:
+            if caps is None or capability in caps:
+                report[key] = [_dump(item) async for item in lister()]
+        return report
+
+    report = _run(command, mode, timeout, work)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    info = report["server_info"] or {}
+    click.echo(f"server:    {info.get('name', '?')} {info.get('version', '')}".rstrip())
+    click.echo(f"protocol:  {report['protocol_version']}")
+    click.echo(f"capabilities: {json.dumps(report['capabilities'])}")
+    if report.get("instructions"):
+        click.echo(f"instructions: {report['instructions']}")
+    for key, label, name_key in (
+        ("tools", "Tools", "name"),
+        ("prompts", "Prompts", "name"),
+        ("resources", "Resources", "uri"),
+        ("resource_templates", "Resource templates", "uriTemplate"),
+    ):
+        items = report[key]
+        click.echo(f"\n{label} ({len(items)}):")
+        for item in items:
+            description = (item.get("description") or "").strip().splitlines()
+            click.echo(f"  {item.get(name_key)}" + (f"  - {description[0]}" if description else ""))
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("tool")
+@click.option("--args", "arguments", default="{}", help="The tool's arguments as a JSON object.")
+@_mode_option
+@_json_option
+@_timeout_option
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def call(tool: str, arguments: str, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
+    """Call one tool of a stdio server and print its result."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--args") from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--args")
+
+    async def work(client: Client) -> Any:
+        return _dump(await client.call_tool(tool, parsed))
+
+    result = _run(command, mode, timeout, work)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        for block in result.get("content", []):
+            if block.get("type") == "text":
+                click.echo(block.get("text", ""))
+            else:
+                click.echo(json.dumps(block))
+        if "structuredContent" in result and not result.get("content"):
+            click.echo(json.dumps(result["structuredContent"], indent=2))
+    if result.get("isError"):
+        sys.exit(1)
