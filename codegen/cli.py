@@ -130,7 +130,7 @@ def _versions_in(schema_dir: Path) -> list[str]:
 @click.option("--force", is_flag=True, help="Regenerate even when nothing changed.")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
-def generate(  # noqa: PLR0917 (click passes options positionally)
+def generate(
     schema_dir: Path | None,
     out: Path | None,
     versions: tuple[str, ...],

@@ -80,6 +80,12 @@ def fail(message: str = "something went wrong") -> str:
 
 
 @server.tool()
+def protocol_info(ctx: RequestContext) -> dict[str, object]:
+    """The protocol version this request was served under, and the client that sent it."""
+    return {"protocol_version": ctx.protocol_version, "modern": ctx.modern, "client": ctx.client_info}
+
+
+@server.tool()
 def now() -> str:
     """The server's current UTC time."""
     return datetime.now(timezone.utc).isoformat()

@@ -312,9 +312,10 @@ class Client:
         if self.session is not None:
             self.last_bad_frames = self.session.bad_frames
         stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.__aexit__(*exc)
         self.session = None
+        if stack is not None:
+            # Errors of the `async with` body propagate as they are, not wrapped by our task group.
+            await stack.__aexit__(None, None, None)
 
     # -- negotiation -----------------------------------------------------------------------------
 
@@ -360,7 +361,8 @@ class Client:
                 choice = self.protocol.newest_mutual(exc.supported, self.versions)
                 if choice is None:
                     raise NegotiationError(
-                        f"no protocol version in common: the server supports {exc.supported}, we support {list(self.versions)}"
+                        f"no protocol version in common: the server supports {exc.supported}, "
+                        f"we support {list(self.versions)}"
                     ) from exc
                 if self.protocol.is_modern(choice) and choice != probe:
                     probe = choice
@@ -403,7 +405,12 @@ class Client:
     async def _initialize(self, version: str, *, exact: bool) -> None:
         session = self._session()
         params = {"protocolVersion": version, "capabilities": self.capabilities(), "clientInfo": self.client_info}
-        raw = await session.send_request("initialize", params)
+        try:
+            raw = await session.send_request("initialize", params)
+        except McpError as exc:
+            raise NegotiationError(
+                f"the server refused initialize for {version}: {exc} {exc.data or ''}".rstrip()
+            ) from exc
         offered = raw.get("protocolVersion") if isinstance(raw, dict) else None
         acceptable = [version] if exact else self.protocol.handshake_versions(self.versions)
         if offered not in acceptable:

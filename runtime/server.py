@@ -16,6 +16,7 @@ import hmac
 import inspect
 import json
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel, ValidationError
 
 from .errors import (
@@ -69,6 +71,12 @@ log = logging.getLogger("mcpgen.runtime.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return value
 
 
 async def _call(fn: Callable[..., Any], is_async: bool, /, *args: Any, **kwargs: Any) -> Any:
@@ -594,9 +602,8 @@ class Server:
 
     async def _complete(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         assert self.completion_handler is not None
-        dump = lambda v: v.model_dump(mode="json", by_alias=True, exclude_unset=True) if isinstance(v, BaseModel) else v  # noqa: E731
-        context = dump(params.context) if params.context is not None else None
-        value = await _call(self.completion_handler, False, dump(params.ref), dump(params.argument), context)
+        context = _plain(params.context) if params.context is not None else None
+        value = await _call(self.completion_handler, False, _plain(params.ref), _plain(params.argument), context)
         if isinstance(value, dict) and "completion" in value:
             return value
         values = [str(v) for v in (value or [])]
@@ -617,9 +624,11 @@ class ServerSession(Session):
         self.client_capabilities: dict[str, Any] = {}
         self.client_info: dict[str, Any] | None = None
         self.log_level: str | None = None
+        self.advertised: dict[str, Any] = {}  # the capabilities sent in the initialize result
         self.subscriptions: set[str] = set()
         self.listens: dict[str | int, _Listen] = {}
         self._stamp_cache: dict[int, tuple[bool, bool]] = {}
+        self._outbox: MemoryObjectSendStream[tuple[str, Any]] | None = None
 
     # -- routing -------------------------------------------------------------------------------
 
@@ -745,9 +754,10 @@ class ServerSession(Session):
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else None
         del parsed
+        self.advertised = self.server.capabilities()
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self.server.capabilities(),
+            "capabilities": self.advertised,
             "serverInfo": self.server.info,
         }
         if self.server.instructions:
@@ -763,21 +773,26 @@ class ServerSession(Session):
     # -- pushing notifications ------------------------------------------------------------------
 
     def _spawn(self, method: str, params: dict[str, Any] | None) -> None:
+        """Queue a notification; one task sends the queue in order."""
         if self._task_group is None or self.closed:
             return
+        if self._outbox is None:
+            self._outbox, outbox = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
+            self._task_group.start_soon(self._drain, outbox)
+        self._outbox.send_nowait((method, params))
 
-        async def send() -> None:
-            try:
-                await self.send_notification(method, params)
-            except Exception as exc:  # the session may be closing; a lost notification is not fatal
-                log.debug("could not send %s: %s", method, exc)
-
-        self._task_group.start_soon(send)
+    async def _drain(self, outbox: MemoryObjectReceiveStream[tuple[str, Any]]) -> None:
+        async with outbox:
+            async for method, params in outbox:
+                try:
+                    await self.send_notification(method, params)
+                except Exception as exc:  # the session may be closing; a lost notification is not fatal
+                    log.debug("could not send %s: %s", method, exc)
 
     def list_changed(self, kind: str) -> None:
         method = f"notifications/{kind}/list_changed"
-        if self.legacy_version is not None and self.initialized:
-            if has_capability(self.server.capabilities(), f"{kind}.listChanged"):
+        if self.legacy_version is not None:  # notifications may follow the initialize result at once
+            if has_capability(self.advertised, f"{kind}.listChanged"):
                 self._spawn(method, None)
         for stream in list(self.listens.values()):
             if getattr(stream, kind):

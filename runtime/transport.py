@@ -58,8 +58,8 @@ def memory_pair(
     a_send, b_receive = anyio.create_memory_object_stream[Frame](buffer)
     b_send, a_receive = anyio.create_memory_object_stream[Frame](buffer)
     return (
-        Transport(a_receive, a_send, max_message_bytes, {"kind": "memory"}),  # type: ignore[arg-type]
-        Transport(b_receive, b_send, max_message_bytes, {"kind": "memory"}),  # type: ignore[arg-type]
+        Transport(a_receive, a_send, max_message_bytes, {"kind": "memory"}),
+        Transport(b_receive, b_send, max_message_bytes, {"kind": "memory"}),
     )
 
 

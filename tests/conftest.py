@@ -36,3 +36,17 @@ def schema_dir() -> Path:
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return SCHEMA_DIR
+
+
+@pytest.fixture(scope="session")
+def future_tree(tmp_path_factory: pytest.TempPathFactory, schema_dir: Path) -> tuple[Path, Path]:
+    """A modified copy of the 2026-07-28 schema as a future version (see schema_changes.py),
+    generated into a tree of its own: (schema folder, generated package folder)."""
+    from mcpgen.codegen.generate import generate
+    from schema_changes import BASE, FUTURE, make_future_schema_dir
+
+    root = tmp_path_factory.mktemp("spec-change")
+    schemas = make_future_schema_dir(root / "schemas", schema_dir)
+    out = root / "tree" / "future_mcp"
+    generate(schemas, out, [BASE, FUTURE], schema_dir)
+    return schemas, out

@@ -20,7 +20,6 @@ from schema_changes import (
     REMOVED_DEFS,
     REMOVED_METHOD,
     RENAMED,
-    make_future_schema_dir,
     to_draft07,
     write_schema,
 )
@@ -32,25 +31,9 @@ def run(*args: str) -> str:
     return result.output
 
 
-@pytest.fixture(scope="module")
-def future_dirs(tmp_path_factory: pytest.TempPathFactory, schema_dir: Path) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("spec-change")
-    schemas = make_future_schema_dir(root / "schemas", schema_dir)
-    out = root / "tree" / "future_mcp"
-    run(
-        "generate",
-        "--schema-dir",
-        str(schemas),
-        "--out",
-        str(out),
-        "--version",
-        FUTURE,
-        "--version",
-        BASE,
-        "--data-dir",
-        str(schema_dir),
-    )
-    return schemas, out
+@pytest.fixture
+def future_dirs(future_tree: tuple[Path, Path]) -> tuple[Path, Path]:
+    return future_tree
 
 
 def methods_json(schemas: Path, version: str, data_dir: Path) -> list[dict[str, Any]]:

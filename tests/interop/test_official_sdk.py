@@ -1,0 +1,104 @@
+"""Interop with the official Python SDK (`mcp` from PyPI) over stdio, in both directions and every
+negotiation mode: list and call everything, and check the negotiated version on both sides."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcpgen.runtime import Client
+
+pytestmark = pytest.mark.anyio
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+OFFICIAL_SERVER = HERE / "official_server.py"
+OUR_SERVER = REPO / "examples" / "everything_server.py"
+EXPECTED = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.mark.parametrize("mode", list(EXPECTED))
+async def test_our_client_against_the_official_server(mode: str) -> None:
+    async with Client([sys.executable, str(OFFICIAL_SERVER)], mode=mode, request_timeout=30) as client:
+        assert client.protocol_version == EXPECTED[mode]
+        if mode != "2026-07-28":
+            assert client.server_info is not None and client.server_info["name"] == "official-peer"
+            assert client.instructions == "served by the official SDK"
+        tools = {t.name: t async for t in client.tools()}
+        assert set(tools) == {"add", "echo", "protocol_info"}
+        assert (await client.call_tool("add", {"a": 2, "b": 40})).structured_content == {"result": 42}
+        assert (await client.call_tool("echo", {"text": "hi"})).content[0].text == "hi"
+        served = await client.call_tool("protocol_info")
+        assert served.content[0].text == EXPECTED[mode], "the server saw the version we negotiated"
+        prompts = [p async for p in client.prompts()]
+        assert [p.name for p in prompts] == ["greet"]
+        prompt = await client.get_prompt("greet", {"name": "Ada"})
+        assert prompt.messages[0].content.text == "Hello Ada"
+        assert [r.uri async for r in client.resources()] == ["peer://static"]
+        assert [t.uri_template async for t in client.resource_templates()] == ["peer://items/{item_id}"]
+        assert (await client.read_resource("peer://static")).contents[0].text == "static text"
+        assert (await client.read_resource("peer://items/9")).contents[0].text == "item 9"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the official client runs on asyncio
+@pytest.mark.parametrize("mode", list(EXPECTED))
+async def test_official_client_against_our_server(mode: str, anyio_backend: str) -> None:
+    from mcp import Client as OfficialClient
+    from mcp import StdioServerParameters
+    from mcp.types import PromptReference
+
+    params = StdioServerParameters(command=sys.executable, args=[str(OUR_SERVER)])
+    async with OfficialClient(params, mode=mode) as client:
+        assert client.session.protocol_version == EXPECTED[mode]
+        names: list[str] = []
+        cursor = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            names += [t.name for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        assert {"echo", "add", "area", "long_task", "fail", "protocol_info"} <= set(names)
+        info = await client.call_tool("protocol_info", {})
+        served: dict[str, Any] = info.structured_content or json.loads(info.content[0].text)
+        assert served["protocol_version"] == EXPECTED[mode]
+        assert served["modern"] is (EXPECTED[mode] == "2026-07-28")
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+        area = await client.call_tool("area", {"width": 2, "height": 3})
+        assert area.structured_content == {"square_metres": 6.0, "perimeter": 10.0}
+        failed = await client.call_tool("fail", {})
+        assert failed.is_error is True
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        done = await client.call_tool("long_task", {"steps": 2}, progress_callback=on_progress)
+        assert done.content[0].text == "finished 2 steps"
+        assert progress == [1, 2]
+        prompts = await client.list_prompts()
+        assert {p.name for p in prompts.prompts} == {"write_poem", "review_code"}
+        poem = await client.get_prompt("write_poem", {"topic": "tea"})
+        assert "tea" in poem.messages[0].content.text
+        resources = await client.list_resources()
+        assert {r.uri for r in resources.resources} == {"mem://readme", "mem://counter", "mem://logo"}
+        templates = await client.list_resource_templates()
+        assert {t.uri_template for t in templates.resource_templates} == {
+            "mem://greeting/{name}",
+            "mem://files/{+path}",
+        }
+        greeting = await client.read_resource("mem://greeting/Bo")
+        assert greeting.contents[0].text == "Hello, Bo!"
+        nested = await client.read_resource("mem://files/a/b.txt")
+        assert nested.contents[0].text == "contents of a/b.txt"
+        completion = await client.complete(
+            PromptReference(type="ref/prompt", name="review_code"), {"name": "language", "value": "ja"}
+        )
+        assert completion.completion.values == ["java"]
