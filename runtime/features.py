@@ -206,7 +206,10 @@ def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:
     if isinstance(value, (list, tuple)) and all(_is_content(v) or isinstance(v, str) for v in value):
         return {"content": [text(v) if isinstance(v, str) else _dump(v) for v in value]}
     structured = pydantic_json(value)
-    return {"content": [text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
+    result: dict[str, Any] = {"content": [text(json.dumps(structured, ensure_ascii=False))]}
+    if isinstance(structured, dict):  # structured content is an object (2025-11-25 requires it)
+        result["structuredContent"] = structured
+    return result
 
 
 def pydantic_json(value: Any) -> Any:

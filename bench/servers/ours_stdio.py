@@ -1,0 +1,19 @@
+"""The benchmark's stdio server, built with mcpgen's runtime: one `add` tool."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from mcpgen.runtime import Server  # noqa: E402
+
+server = Server("bench", logging=False)
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+if __name__ == "__main__":
+    server.run_stdio()
