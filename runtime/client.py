@@ -20,6 +20,7 @@ that gates it (`CapabilityError` otherwise). Results come back as the version's 
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -34,14 +35,18 @@ from pydantic import BaseModel, ValidationError
 from .errors import (
     CapabilityError,
     ConnectionClosed,
+    ElicitationError,
+    InputRoundsExceeded,
     InvalidParams,
     McpError,
     MethodNotFound,
+    MissingInputHandler,
     NegotiationError,
     ProtocolError,
     RequestTimeout,
     UnsupportedProtocolVersion,
 )
+from .mrtr import apply_elicitation
 from .protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -50,6 +55,7 @@ from .protocol import (
     PROTOCOL_VERSION_KEY,
     SUBSCRIPTION_ID_KEY,
     Protocol,
+    gate_allows,
     has_capability,
     merge_capabilities,
     validation_detail,
@@ -133,8 +139,10 @@ class ClientSession(Session):
         if spec is None or spec.kind.value != "request" or not spec.direction.allows("server"):
             raise MethodNotFound(f"method not found: {request.method}")
         if spec.capability is not None and spec.capability.side in ("client", "receiver"):
-            path = spec.capability.path_for(request.params)
-            if not has_capability(self.client.capabilities(), path):
+            if not gate_allows(self.client.capabilities(), spec.capability, request.params):
+                path = spec.capability.path_for(request.params)
+                if spec.capability.param is not None and has_capability(self.client.capabilities(), spec.capability.path):
+                    raise InvalidParams(f"{request.method}: this client did not declare {path}")
                 raise MethodNotFound(f"method not found: {request.method} (this client does not declare {path})")
         handler = self.client.request_handlers.get(request.method)
         if handler is None:
@@ -187,6 +195,18 @@ class ClientSession(Session):
                 await _maybe_await(callback(params.get("level"), params.get("data"), params.get("logger")))
 
 
+def _root(root: Mapping[str, Any] | str) -> dict[str, Any]:
+    if isinstance(root, str):
+        return {"uri": root}
+    if "uri" not in root:
+        raise ValueError(f"a root needs a uri: {root!r}")
+    return dict(root)
+
+
+def _needs_input(result: Any) -> bool:
+    return getattr(result, "result_type", None) == "input_required"
+
+
 def _event_for(method: str, params: Mapping[str, Any]) -> Event | None:
     if method.endswith("/list_changed") and method.startswith("notifications/"):
         kind = method[len("notifications/") : -len("/list_changed")]
@@ -223,6 +243,15 @@ class Client:
         on_list_changed: Callback | None = None,
         on_resource_updated: Callback | None = None,
         on_log: Callback | None = None,
+        roots: Iterable[Mapping[str, Any] | str] | None = None,
+        sampling_handler: RequestHandler | None = None,
+        sampling_tools: bool = False,
+        elicitation_handler: RequestHandler | None = None,
+        elicitation_modes: Iterable[str] = ("form",),
+        extensions: Mapping[str, Mapping[str, Any]] | None = None,
+        mrtr: bool = True,
+        max_input_rounds: int = 10,
+        state_only_pause: float = 0.0,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         stderr: int | None = None,
@@ -246,7 +275,25 @@ class Client:
         self.on_log = on_log
         self._env, self._cwd, self._stderr = env, cwd, stderr
         self._max_message_bytes = max_message_bytes
-        self.request_handlers: dict[str, RequestHandler] = {"ping": lambda params: {}}
+        self.roots: list[dict[str, Any]] | None = None if roots is None else [_root(r) for r in roots]
+        self.sampling_handler = sampling_handler
+        self.sampling_tools = sampling_tools
+        self.elicitation_handler = elicitation_handler
+        self.elicitation_modes = tuple(elicitation_modes)
+        unknown_modes = set(self.elicitation_modes) - {"form", "url"}
+        if unknown_modes:
+            raise ValueError(f"unknown elicitation modes {sorted(unknown_modes)}; use 'form' and/or 'url'")
+        self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
+        self.mrtr = mrtr
+        self.max_input_rounds = max_input_rounds
+        self.state_only_pause = state_only_pause
+        # What answers server->client requests (legacy) and input requests (MRTR): the same handlers.
+        self.request_handlers: dict[str, RequestHandler] = {
+            "ping": lambda params: {},
+            "roots/list": self._answer_roots,
+            "sampling/createMessage": self._answer_sampling,
+            "elicitation/create": self._answer_elicitation,
+        }
         self.session: ClientSession | None = None
         self.server_info: dict[str, Any] | None = None
         self.server_capabilities: dict[str, Any] | None = None
@@ -264,11 +311,27 @@ class Client:
     def era(self) -> str:
         return self.protocol.era(self.protocol_version)
 
-    def capabilities(self) -> dict[str, Any]:
-        """What this client declares: inferred from its handlers, overridden by `capabilities=`."""
-        caps: dict[str, Any] = {}
+    def capabilities(self, version: str | None = None) -> dict[str, Any]:
+        """What this client declares (for `version`, default the negotiated one): inferred from its
+        handlers and roots, unless `capabilities=` was given, which wins outright (an empty mapping
+        declares nothing)."""
         if self._capability_overrides is not None:
-            return merge_capabilities(caps, self._capability_overrides) if self._capability_overrides else {}
+            return merge_capabilities({}, self._capability_overrides)
+        caps: dict[str, Any] = {}
+        if version is None:
+            version = self.session.version if self.session is not None else None
+        table = self.protocol.methods(version) if version else {}
+        if self.roots is not None:
+            notify = table.get("notifications/roots/list_changed")
+            caps["roots"] = {"listChanged": True} if notify is not None and notify.direction.allows("client") else {}
+        if self.sampling_handler is not None:
+            caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
+        if self.elicitation_handler is not None:
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
+        if self.extensions and version is not None:
+            fields = getattr(getattr(self.protocol.models(version), "ClientCapabilities", None), "model_fields", {})
+            if "extensions" in fields:
+                caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}
         return caps
 
     def _session(self) -> ClientSession:
@@ -404,7 +467,7 @@ class Client:
 
     async def _initialize(self, version: str, *, exact: bool) -> None:
         session = self._session()
-        params = {"protocolVersion": version, "capabilities": self.capabilities(), "clientInfo": self.client_info}
+        params = {"protocolVersion": version, "capabilities": self.capabilities(version), "clientInfo": self.client_info}
         try:
             raw = await session.send_request("initialize", params)
         except McpError as exc:
@@ -437,7 +500,7 @@ class Client:
     def _meta(self, version: str) -> dict[str, Any]:
         meta: dict[str, Any] = {
             PROTOCOL_VERSION_KEY: version,
-            CLIENT_CAPABILITIES_KEY: self.capabilities(),
+            CLIENT_CAPABILITIES_KEY: self.capabilities(version),
             CLIENT_INFO_KEY: self.client_info,
         }
         if self.log_level is not None:
@@ -464,8 +527,13 @@ class Client:
         *,
         timeout: float | _Default | None = DEFAULT,
         progress: ProgressCallback | None = None,
+        resolve_input: bool = True,
     ) -> Any:
         """Send any request of the negotiated version's table; returns its result model.
+
+        For methods that may need input (MRTR), the driver answers input requests with this
+        client's handlers and retries, unless `mrtr=False` or `resolve_input=False`: then the
+        `InputRequiredResult` is returned, and `retry()` sends your own answers.
 
         Fails before sending (`CapabilityError`) if the method is not ours to send or the server
         did not advertise the capability that gates it, and (`InvalidParams`) if the params do
@@ -492,11 +560,151 @@ class Client:
                 spec.parse_params(body)
             except ValidationError as exc:
                 raise InvalidParams(f"invalid params for {method}: {validation_detail(exc)}") from None
-        raw = await session.send_request(method, body, timeout=timeout, on_progress=progress)
+        result = await self._send(spec, body, timeout, progress)
+        if spec.may_require_input and resolve_input and self.mrtr and _needs_input(result):
+            result = await self._drive(spec, body, result, timeout, progress)
+        return result
+
+    async def _send(self, spec: Any, body: dict[str, Any] | None, timeout: Any, progress: ProgressCallback | None) -> Any:
+        raw = await self._session().send_request(spec.method, body, timeout=timeout, on_progress=progress)
         try:
             return spec.parse_result(raw)
         except ValidationError as exc:
-            raise ProtocolError(f"the server sent an invalid {method} result: {validation_detail(exc)}") from exc
+            raise ProtocolError(f"the server sent an invalid {spec.method} result: {validation_detail(exc)}") from exc
+
+    # -- multi-round-trip requests ----------------------------------------------------------------
+
+    async def _drive(self, spec: Any, body: dict[str, Any] | None, result: Any, timeout: Any, progress: Any) -> Any:
+        """Fulfil input requests and retry until the server answers for real (or the round limit)."""
+        original = copy.deepcopy(body) or {}
+        rounds = 0
+        while _needs_input(result):
+            rounds += 1
+            if rounds > self.max_input_rounds:
+                raise InputRoundsExceeded(f"{spec.method}: the server still asks for input after {self.max_input_rounds} rounds")
+            requests = result.input_requests.root if hasattr(result.input_requests, "root") else result.input_requests
+            if requests:
+                responses = await self.fulfil(requests)
+            else:
+                responses = {}
+                await anyio.sleep(self.state_only_pause)
+            retry = self._retry_params(original, result, responses)
+            result = await self._send(spec, retry, timeout, progress)
+        return result
+
+    def _retry_params(self, original: Mapping[str, Any], result: Any, responses: Mapping[str, Any]) -> dict[str, Any]:
+        retry = copy.deepcopy(dict(original))
+        if responses:
+            retry["inputResponses"] = dict(responses)
+        else:
+            retry.pop("inputResponses", None)
+        if result.request_state is not None:
+            retry["requestState"] = result.request_state  # echoed exactly, never inspected
+        else:
+            retry.pop("requestState", None)
+        return retry
+
+    async def fulfil(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer every input request concurrently with this client's handlers."""
+        answers: dict[str, Any] = {}
+        table = self.protocol.methods(self._session().version or "")
+
+        async def answer(key: str, request: Any) -> None:
+            if isinstance(request, BaseModel):
+                request = request.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            method = request.get("method")
+            spec = table.get(method) if isinstance(method, str) else None
+            if spec is None:
+                raise ProtocolError(f"input request {key!r}: unknown kind {method!r}")
+            params = request.get("params")
+            if spec.capability is not None and not gate_allows(self.capabilities(), spec.capability, params):
+                raise ProtocolError(
+                    f"input request {key!r}: the server asked for {method}, which this client did not declare "
+                    f"({spec.capability.path_for(params)})"
+                )
+            handler = self.request_handlers.get(method)
+            if handler is None:
+                raise MissingInputHandler(f"input request {key!r}: no handler for {method}")
+            parsed = spec.parse_params(params)
+            value = await _maybe_await(handler(parsed))
+            if isinstance(value, BaseModel):
+                value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            try:
+                spec.parse_result(value)
+            except ValidationError as exc:
+                raise ProtocolError(f"the {method} handler returned an invalid result: {validation_detail(exc)}") from None
+            answers[key] = value
+
+        async with anyio.create_task_group() as tg:
+            for key, request in requests.items():
+                tg.start_soon(answer, key, request)
+        return answers
+
+    async def retry(
+        self, method: str, params: Mapping[str, Any] | None, result: Any, responses: Mapping[str, Any]
+    ) -> Any:
+        """With the driver off: send the retry of `method` for an `InputRequiredResult`, with your own answers."""
+        spec = self.spec(method)
+        body = dict(params or {})
+        if self._session().modern:
+            body["_meta"] = {**self._meta(self._session().version or ""), **(body.get("_meta") or {})}
+        dumped = {k: v.model_dump(mode="json", by_alias=True, exclude_unset=True) if isinstance(v, BaseModel) else v for k, v in responses.items()}
+        return await self._send(spec, self._retry_params(body, result, dumped), DEFAULT, None)
+
+    # -- the handlers behind roots, sampling and elicitation ----------------------------------------
+
+    async def _answer_roots(self, params: Any) -> dict[str, Any]:
+        if self.roots is None:
+            raise MethodNotFound("this client has no roots")
+        return {"roots": list(self.roots)}
+
+    async def _answer_sampling(self, params: Any) -> Any:
+        if self.sampling_handler is None:
+            raise MissingInputHandler("no sampling handler")
+        if (getattr(params, "tools", None) or getattr(params, "tool_choice", None)) and not has_capability(
+            self.capabilities(), "sampling.tools"
+        ):
+            raise InvalidParams("tools in a sampling request need the sampling.tools capability, which this client did not declare")
+        return await _maybe_await(self.sampling_handler(params))
+
+    async def _answer_elicitation(self, params: Any) -> Any:
+        if self.elicitation_handler is None:
+            raise MissingInputHandler("no elicitation handler")
+        mode = getattr(params, "mode", None) or "form"
+        if mode not in self.elicitation_modes:
+            raise InvalidParams(f"elicitation mode {mode!r} was not declared by this client")
+        value = await _maybe_await(self.elicitation_handler(params))
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        if not isinstance(value, dict):
+            raise ElicitationError(f"the elicitation handler returned {type(value).__name__}, not an ElicitResult")
+        if mode == "url":
+            if value.get("content"):
+                raise ElicitationError("a URL-mode elicitation carries no form data through the client")
+            return value
+        if value.get("action") == "accept":
+            schema = params.requested_schema.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            try:
+                value = {**value, "content": apply_elicitation(schema, value.get("content"))}
+            except ValueError as exc:
+                raise ElicitationError(f"the elicitation answer does not fit the requested schema: {exc}") from None
+        return value
+
+    async def add_roots(self, *roots: Mapping[str, Any] | str) -> None:
+        """Add roots; a handshake-era server that was told `roots.listChanged` hears about it."""
+        self.roots = [*(self.roots or []), *(_root(r) for r in roots)]
+        await self._roots_changed()
+
+    async def remove_roots(self, *uris: str) -> None:
+        self.roots = [r for r in (self.roots or []) if r["uri"] not in uris]
+        await self._roots_changed()
+
+    async def _roots_changed(self) -> None:
+        session = self.session
+        if session is None or session.modern or session.version is None:
+            return
+        if has_capability(self.capabilities(), "roots.listChanged"):
+            await session.send_notification("notifications/roots/list_changed")
 
     async def ping(self) -> None:
         await self.request("ping")
@@ -518,11 +726,12 @@ class Client:
         *,
         timeout: float | _Default | None = DEFAULT,
         progress: ProgressCallback | None = None,
+        resolve_input: bool = True,
     ) -> Any:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self.request("tools/call", params, timeout=timeout, progress=progress)
+        return await self.request("tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input)
 
     async def list_prompts(self, cursor: str | None = None) -> Any:
         return await self.request("prompts/list", {"cursor": cursor} if cursor is not None else None)

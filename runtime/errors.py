@@ -138,5 +138,21 @@ class CapabilityError(McpRuntimeError):
     """A call the peer's (or our own) capabilities do not allow; nothing was sent."""
 
 
+class InputError(McpRuntimeError):
+    """The client could not provide the input a server asked for (multi-round-trip requests)."""
+
+
+class MissingInputHandler(InputError):
+    """The server asked for a kind of input (elicitation, sampling, roots) this client has no handler for."""
+
+
+class InputRoundsExceeded(InputError):
+    """The server kept asking for input past the configured number of rounds."""
+
+
+class ElicitationError(InputError):
+    """An elicitation answer that does not fit the requested schema, or form data in URL mode."""
+
+
 class ProtocolError(McpRuntimeError):
     """The peer sent something the protocol does not allow (a wrong-direction method, a bad result)."""

@@ -36,6 +36,7 @@ class Protocol:
         self.registry = registry
         self.supported: tuple[str, ...] = tuple(registry.SUPPORTED)
         self._methods = lru_cache(maxsize=None)(self._load_methods)
+        self._input_capable = lru_cache(maxsize=None)(self._load_input_capable)
 
     def _load_methods(self, version: str) -> Mapping[str, Any]:
         table: Mapping[str, Any] = self.registry.methods(version)
@@ -44,6 +45,18 @@ class Protocol:
     def methods(self, version: str) -> Mapping[str, Any]:
         """The dispatch table (method -> MethodSpec) of `version`."""
         return self._methods(version)
+
+    def may_require_input(self, method: str) -> bool:
+        """Can `method` ask for input in some version? (On a handshake-era session the legacy shim
+        turns the same handler's input requests into server->client requests.)"""
+        return self._input_capable(method)
+
+    def _load_input_capable(self, method: str) -> bool:
+        return any(
+            spec.may_require_input
+            for version in self.supported
+            if (spec := self.methods(version).get(method)) is not None
+        )
 
     def models(self, version: str) -> ModuleType:
         module: ModuleType = importlib.import_module(f"{self.registry.module(version).__name__}.models")
@@ -93,6 +106,27 @@ def has_capability(capabilities: Mapping[str, Any] | None, path: str) -> bool:
         if node is None or node is False:
             return False
     return True
+
+
+def gate_allows(capabilities: Mapping[str, Any] | None, gate: Any, params: Mapping[str, Any] | None) -> bool:
+    """Does `capabilities` satisfy a table `Gate` for a request with these params?
+
+    A gate refined by a params value (elicitation `mode`) needs that value's sub-capability,
+    except that a capability object naming none of the refinements declares the default one
+    (`elicitation: {}` means form mode only).
+    """
+    path = gate.path_for(params)
+    if has_capability(capabilities, path):
+        return True
+    if gate.param is None or path != dict(gate.param_paths).get(gate.param_default or ""):
+        return False
+    if not has_capability(capabilities, gate.path):
+        return False
+    node: Any = capabilities
+    for key in gate.path.split("."):
+        node = node[key]
+    leaves = {p.rsplit(".", 1)[-1] for _, p in gate.param_paths}
+    return isinstance(node, Mapping) and not (leaves & set(node))
 
 
 def merge_capabilities(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,11 +29,13 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import (
     INVALID_PARAMS,
+    INVALID_REQUEST,
     RESOURCE_NOT_FOUND_LEGACY,
     InternalError,
     InvalidParams,
     McpError,
     MethodNotFound,
+    MissingClientCapability,
     UnsupportedProtocolVersion,
 )
 from .features import (
@@ -51,6 +53,7 @@ from .features import (
     resource_contents,
     tool_result,
 )
+from .mrtr import InputRequired, StateSealer, apply_elicitation, nested_capability
 from .protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -60,6 +63,7 @@ from .protocol import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     Protocol,
+    gate_allows,
     has_capability,
     merge_capabilities,
     validation_detail,
@@ -107,6 +111,16 @@ class RequestContext(Context):
             self.client_info = session.client_info
             self.log_level = session.log_level
         self._last_progress: float | None = None
+        self.input_responses: dict[str, Any] = {}
+        self.state: Any = None
+
+    def input_response(self, key: str) -> Any:
+        """The client's answer to the input request `key` of the previous round (a result model), or None."""
+        return self.input_responses.get(key)
+
+    def input_required(self, state: Any = None, **requests: dict[str, Any]) -> InputRequired:
+        """Ask for input: `return ctx.input_required(confirm=elicit(...), state={...})`."""
+        return InputRequired(dict(requests), state)
 
     @property
     def server(self) -> Server:
@@ -224,6 +238,10 @@ class Server:
         cache_scope: str = "private",
         validate_results: bool = True,
         cursor_secret: bytes | None = None,
+        state_key: bytes | None = None,
+        seal_request_state: bool = True,
+        state_ttl_seconds: float = 600.0,
+        max_input_rounds: int = 10,
     ) -> None:
         self.protocol = registry if isinstance(registry, Protocol) else Protocol(registry)
         self.versions = self.protocol.check_versions(versions)
@@ -239,6 +257,8 @@ class Server:
         self.validate_results = validate_results
         self._capability_overrides = dict(capabilities or {})
         self._cursors = Cursors(cursor_secret)
+        self.sealer = StateSealer(state_key, state_ttl_seconds, seal_request_state)
+        self.max_input_rounds = max_input_rounds
         self.tools: dict[str, ToolDef] = {}
         self.prompts: dict[str, PromptDef] = {}
         self.resources: dict[str, ResourceDef] = {}
@@ -246,6 +266,7 @@ class Server:
         self.completion_handler: Callable[..., Any] | None = None
         self.extensions: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {}
+        self.on_roots_changed: Callable[[ServerSession], Any] | None = None
         self.sessions: set[ServerSession] = set()
         self._stopping = anyio.Event()
         self._install_builtin_handlers()
@@ -511,9 +532,8 @@ class Server:
         except Exception as exc:  # a tool error is reported to the model, not as a protocol error
             log.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
             return error_result(f"{type(exc).__name__}: {exc}")
-        return self._tool_value(ctx, tool, value)
-
-    def _tool_value(self, ctx: RequestContext, tool: ToolDef, value: Any) -> Any:
+        if isinstance(value, InputRequired):
+            return value
         return tool_result(tool, value)
 
     async def _list_prompts(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
@@ -532,9 +552,8 @@ class Server:
         if prompt.context_param is not None:
             kwargs[prompt.context_param] = ctx
         value = await _call(prompt.fn, prompt.is_async, **kwargs)
-        return self._prompt_value(ctx, prompt, value)
-
-    def _prompt_value(self, ctx: RequestContext, prompt: PromptDef, value: Any) -> Any:
+        if isinstance(value, InputRequired):
+            return value
         return prompt_result(prompt, value)
 
     async def _list_resources(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
@@ -564,6 +583,8 @@ class Server:
         raise McpError(f"resource not found: {uri}", code=code, data={"uri": uri})
 
     def _resource_value(self, ctx: RequestContext, uri: str, mime_type: str | None, value: Any) -> Any:
+        if isinstance(value, InputRequired):
+            return value
         return resource_contents(uri, mime_type, value)
 
     async def _subscribe(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
@@ -688,8 +709,114 @@ class ServerSession(Session):
                 data={"errors": json.loads(exc.json(include_url=False, include_input=False))},
             ) from None
         ctx = RequestContext(self, request, version, modern)
+        if modern and spec.may_require_input:
+            self._read_input(spec, ctx, request)
         result = await handler(ctx, params)
+        rounds = 0
+        while isinstance(result, InputRequired):
+            if not self.protocol.may_require_input(spec.method):
+                log.error("the %s handler asked for input, which only multi-round-trip methods may do", spec.method)
+                raise InternalError(f"server error: the {spec.method} handler asked for input, which {spec.method} cannot carry")
+            self._check_input_capabilities(ctx, result)
+            if modern:
+                return self._finish(spec, ctx, self._input_required_result(spec, ctx, request, result))
+            rounds += 1
+            if rounds > self.server.max_input_rounds:
+                raise InternalError(f"the {spec.method} handler asked for input more than {self.server.max_input_rounds} times")
+            ctx.input_responses = await self._ask_client(ctx, result)
+            ctx.state = result.state
+            result = await handler(ctx, params)
         return self._finish(spec, ctx, result)
+
+    # -- multi-round-trip requests -------------------------------------------------------------
+
+    def _check_input_capabilities(self, ctx: RequestContext, asked: InputRequired) -> None:
+        """The server never sends an input request kind the client did not declare."""
+        table = self.protocol.methods(ctx.protocol_version)
+        missing: dict[str, Any] = {}
+        for key, request in asked.requests.items():
+            spec = table.get(request["method"])
+            if spec is None or not spec.direction.allows("server") or spec.kind.value == "notification":
+                raise InternalError(f"input request {key!r}: {request['method']} is not something a server may ask for")
+            if spec.capability is not None and not gate_allows(ctx.client_capabilities, spec.capability, request.get("params")):
+                missing = merge_capabilities(missing, nested_capability(spec.capability.path_for(request.get("params"))))
+        if missing:
+            message = "the client did not declare the capabilities this request needs: " + ", ".join(sorted(missing))
+            if ctx.modern:
+                raise MissingClientCapability(message, data={"requiredCapabilities": missing})
+            raise McpError(message, code=INVALID_REQUEST, data={"requiredCapabilities": missing})
+
+    def _input_required_result(self, spec: Any, ctx: RequestContext, request: IncomingRequest, asked: InputRequired) -> dict[str, Any]:
+        body = {
+            "s": asked.state,
+            "k": {key: r["method"] for key, r in asked.requests.items()},
+            "q": {
+                key: r["params"]["requestedSchema"]
+                for key, r in asked.requests.items()
+                if r["method"] == "elicitation/create" and "requestedSchema" in (r.get("params") or {})
+            },
+        }
+        result: dict[str, Any] = {"resultType": "input_required", "requestState": self.server.sealer.seal(body, spec.method, request.params)}
+        if asked.requests:
+            result["inputRequests"] = asked.requests
+        return result
+
+    def _read_input(self, spec: Any, ctx: RequestContext, request: IncomingRequest) -> None:
+        """Open a retry's `requestState` and decode its `inputResponses` by the kinds asked for."""
+        params = request.params or {}
+        token = params.get("requestState")
+        responses = params.get("inputResponses")
+        if token is None:
+            if responses:
+                raise InvalidParams("inputResponses without the requestState they answer")
+            return
+        body = self.server.sealer.open(token, spec.method, params)
+        ctx.state = body.get("s")
+        kinds = body.get("k") or {}
+        schemas = body.get("q") or {}
+        table = self.protocol.methods(ctx.protocol_version)
+        for key, value in (responses or {}).items():
+            kind = kinds.get(key)
+            if kind is None or kind not in table:
+                continue  # an answer to nothing we asked: ignored
+            ctx.input_responses[key] = self._decode_answer(table[kind], key, value, schemas.get(key))
+
+    def _decode_answer(self, spec: Any, key: str, value: Any, schema: Any) -> Any:
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        try:
+            answer = spec.parse_result(value)
+        except ValidationError as exc:
+            raise InvalidParams(f"invalid input response {key!r}: {validation_detail(exc)}") from None
+        if isinstance(schema, dict) and getattr(answer, "action", None) == "accept":
+            try:
+                content = apply_elicitation(schema, getattr(answer, "content", None))
+            except ValueError as exc:
+                raise InvalidParams(f"input response {key!r} does not fit the requested schema: {exc}") from None
+            answer = spec.parse_result({**value, "content": content})
+        return answer
+
+    async def _ask_client(self, ctx: RequestContext, asked: InputRequired) -> dict[str, Any]:
+        """The legacy shim: each input request goes out as a server->client request, concurrently."""
+        table = self.protocol.methods(ctx.protocol_version)
+        answers: dict[str, Any] = {}
+
+        async def ask(key: str, request: dict[str, Any]) -> None:
+            spec = table[request["method"]]
+            params = dict(request.get("params") or {})
+            if request["method"] == "elicitation/create" and params.get("mode") == "url":
+                params.setdefault("elicitationId", secrets.token_hex(8))  # handshake-era URL mode needs one
+            try:
+                spec.parse_params(params or None)
+            except ValidationError as exc:
+                raise InternalError(f"input request {key!r} is not valid in {ctx.protocol_version}: {validation_detail(exc)}") from None
+            raw = await self.send_request(request["method"], params or None)
+            answers[key] = self._decode_answer(spec, key, raw, params.get("requestedSchema"))
+
+        async with anyio.create_task_group() as tg:
+            for key, request in asked.requests.items():
+                tg.start_soon(ask, key, request)
+        return answers
 
     def _finish(self, spec: Any, ctx: RequestContext, result: Any) -> Any:
         """Stamp, validate and encode a handler's result."""
@@ -768,7 +895,10 @@ class ServerSession(Session):
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
         if method == "notifications/initialized":
             self.initialized = True
-        # roots/list_changed and anything else: accepted; the MRTR issue adds roots handling.
+        elif method == "notifications/roots/list_changed" and self.server.on_roots_changed is not None:
+            outcome = self.server.on_roots_changed(self)
+            if inspect.isawaitable(outcome):
+                await outcome
 
     # -- pushing notifications ------------------------------------------------------------------
 
