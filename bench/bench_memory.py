@@ -8,7 +8,6 @@ import tracemalloc
 from contextlib import AsyncExitStack
 
 import anyio
-
 from _util import save, table
 
 SESSIONS = 200

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 from _util import save, table
 
 HERE = Path(__file__).resolve().parent

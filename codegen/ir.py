@@ -55,6 +55,7 @@ class Gate:
     param: str | None = None
     param_default: str | None = None
     param_paths: tuple[tuple[str, str], ...] = ()
+    param_requires: tuple[tuple[str, str], ...] = ()
 
     def as_json(self) -> dict[str, str]:
         return {"side": self.side, "path": self.path}
@@ -357,6 +358,7 @@ def build_protocol(norm: Normalized, overlay: Overlay) -> Protocol:
                 param=ref.param if ref else None,
                 param_default=ref.default if ref else None,
                 param_paths=ref.paths if ref else (),
+                param_requires=gate_entry.param_requires,
             )
         dep = overlay.deprecation_for(method, version)
         methods[method] = Method(

@@ -40,6 +40,8 @@ class GateEntry:
     since: str | None = None
     until: str | None = None
     by_param: ParamRefinement | None = None
+    # (params key, capability path): a request carrying that key also needs that path
+    param_requires: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def load_overlay(data_dir: Path) -> Overlay:
                 since=raw.get("since"),
                 until=raw.get("until"),
                 by_param=refinement,
+                param_requires=tuple(sorted((str(k), str(v)) for k, v in raw.get("param_requires", {}).items())),
             )
         )
     deprecations = []

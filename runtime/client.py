@@ -21,6 +21,7 @@ that gates it (`CapabilityError` otherwise). Results come back as the version's 
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
@@ -46,7 +47,7 @@ from .errors import (
     RequestTimeout,
     UnsupportedProtocolVersion,
 )
-from .mrtr import apply_elicitation
+from .mrtr import apply_elicitation, gather
 from .protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -141,7 +142,9 @@ class ClientSession(Session):
         if spec.capability is not None and spec.capability.side in ("client", "receiver"):
             if not gate_allows(self.client.capabilities(), spec.capability, request.params):
                 path = spec.capability.path_for(request.params)
-                if spec.capability.param is not None and has_capability(self.client.capabilities(), spec.capability.path):
+                if spec.capability.param is not None and has_capability(
+                    self.client.capabilities(), spec.capability.path
+                ):
                     raise InvalidParams(f"{request.method}: this client did not declare {path}")
                 raise MethodNotFound(f"method not found: {request.method} (this client does not declare {path})")
         handler = self.client.request_handlers.get(request.method)
@@ -467,7 +470,11 @@ class Client:
 
     async def _initialize(self, version: str, *, exact: bool) -> None:
         session = self._session()
-        params = {"protocolVersion": version, "capabilities": self.capabilities(version), "clientInfo": self.client_info}
+        params = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(version),
+            "clientInfo": self.client_info,
+        }
         try:
             raw = await session.send_request("initialize", params)
         except McpError as exc:
@@ -565,7 +572,9 @@ class Client:
             result = await self._drive(spec, body, result, timeout, progress)
         return result
 
-    async def _send(self, spec: Any, body: dict[str, Any] | None, timeout: Any, progress: ProgressCallback | None) -> Any:
+    async def _send(
+        self, spec: Any, body: dict[str, Any] | None, timeout: Any, progress: ProgressCallback | None
+    ) -> Any:
         raw = await self._session().send_request(spec.method, body, timeout=timeout, on_progress=progress)
         try:
             return spec.parse_result(raw)
@@ -581,7 +590,9 @@ class Client:
         while _needs_input(result):
             rounds += 1
             if rounds > self.max_input_rounds:
-                raise InputRoundsExceeded(f"{spec.method}: the server still asks for input after {self.max_input_rounds} rounds")
+                raise InputRoundsExceeded(
+                    f"{spec.method}: the server still asks for input after {self.max_input_rounds} rounds"
+                )
             requests = result.input_requests.root if hasattr(result.input_requests, "root") else result.input_requests
             if requests:
                 responses = await self.fulfil(requests)
@@ -632,12 +643,12 @@ class Client:
             try:
                 spec.parse_result(value)
             except ValidationError as exc:
-                raise ProtocolError(f"the {method} handler returned an invalid result: {validation_detail(exc)}") from None
+                raise ProtocolError(
+                    f"the {method} handler returned an invalid result: {validation_detail(exc)}"
+                ) from None
             answers[key] = value
 
-        async with anyio.create_task_group() as tg:
-            for key, request in requests.items():
-                tg.start_soon(answer, key, request)
+        await gather([functools.partial(answer, key, request) for key, request in requests.items()])
         return answers
 
     async def retry(
@@ -648,7 +659,10 @@ class Client:
         body = dict(params or {})
         if self._session().modern:
             body["_meta"] = {**self._meta(self._session().version or ""), **(body.get("_meta") or {})}
-        dumped = {k: v.model_dump(mode="json", by_alias=True, exclude_unset=True) if isinstance(v, BaseModel) else v for k, v in responses.items()}
+        dumped = {
+            k: v.model_dump(mode="json", by_alias=True, exclude_unset=True) if isinstance(v, BaseModel) else v
+            for k, v in responses.items()
+        }
         return await self._send(spec, self._retry_params(body, result, dumped), DEFAULT, None)
 
     # -- the handlers behind roots, sampling and elicitation ----------------------------------------
@@ -664,7 +678,9 @@ class Client:
         if (getattr(params, "tools", None) or getattr(params, "tool_choice", None)) and not has_capability(
             self.capabilities(), "sampling.tools"
         ):
-            raise InvalidParams("tools in a sampling request need the sampling.tools capability, which this client did not declare")
+            raise InvalidParams(
+                "tools in a sampling request need the sampling.tools capability, which this client did not declare"
+            )
         return await _maybe_await(self.sampling_handler(params))
 
     async def _answer_elicitation(self, params: Any) -> Any:

@@ -19,16 +19,48 @@ import hashlib
 import hmac
 import json
 import secrets
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from pydantic import BaseModel
 
 from .errors import InvalidParams
 
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
 PRIMITIVE_TYPES = ("string", "number", "integer", "boolean")
+
+
+async def gather(jobs: Sequence[Callable[[], Coroutine[Any, Any, None]]]) -> None:
+    """Run jobs concurrently; if one fails, cancel the rest and raise its error as it is."""
+    try:
+        async with anyio.create_task_group() as tg:
+            for job in jobs:
+                tg.start_soon(job)
+    except BaseExceptionGroup as group:
+        first = _first_error(group)
+        if first is None:
+            raise
+        raise first from None
+
+
+def _first_error(group: BaseExceptionGroup[Any]) -> BaseException | None:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            found = _first_error(exc)
+            if found is not None:
+                return found
+        elif not isinstance(exc, anyio.get_cancelled_exc_class()):
+            found_exc: BaseException = exc
+            return found_exc
+    return None
+
+
 STATE_VERSION = 1
 
 
@@ -46,7 +78,9 @@ class InputRequired:
             if not isinstance(key, str) or not key:
                 raise ValueError(f"input request keys are non-empty strings, not {key!r}")
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-                raise ValueError(f"input request {key!r} is not an input request (use elicit(), sample() or list_roots())")
+                raise ValueError(
+                    f"input request {key!r} is not an input request (use elicit(), sample() or list_roots())"
+                )
 
 
 # -- building input requests -----------------------------------------------------------------
@@ -113,7 +147,10 @@ def elicit(message: str, schema: Mapping[str, Any] | type[BaseModel]) -> dict[st
     """A form-mode `elicitation/create` input request (the schema may be a pydantic model)."""
     requested = _schema_of(schema)
     check_elicitation_schema(requested)
-    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": requested}}
+    return {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": message, "requestedSchema": requested},
+    }
 
 
 def elicit_url(message: str, url: str) -> dict[str, Any]:
@@ -155,7 +192,8 @@ def _type_ok(kind: Any, value: Any) -> bool:
     if kind == "boolean":
         return isinstance(value, bool)
     if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, float) and value.is_integer())
+        whole = isinstance(value, float) and value.is_integer()
+        return (isinstance(value, int) and not isinstance(value, bool)) or whole
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == "array":

@@ -115,6 +115,8 @@ def gate_allows(capabilities: Mapping[str, Any] | None, gate: Any, params: Mappi
     except that a capability object naming none of the refinements declares the default one
     (`elicitation: {}` means form mode only).
     """
+    if any(not has_capability(capabilities, extra) for extra in gate.extra_paths(params)):
+        return False
     path = gate.path_for(params)
     if has_capability(capabilities, path):
         return True

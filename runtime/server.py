@@ -11,6 +11,7 @@ and result. The handlers below implement features; none of them routes or valida
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import inspect
@@ -53,7 +54,7 @@ from .features import (
     resource_contents,
     tool_result,
 )
-from .mrtr import InputRequired, StateSealer, apply_elicitation, nested_capability
+from .mrtr import InputRequired, StateSealer, apply_elicitation, gather, nested_capability
 from .protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -273,8 +274,11 @@ class Server:
 
     # -- capabilities ------------------------------------------------------------------------
 
-    def capabilities(self) -> dict[str, Any]:
-        """What this server advertises: inferred from what is registered, then the overrides."""
+    def capabilities(self, version: str | None = None) -> dict[str, Any]:
+        """What this server advertises: inferred from what is registered, then the overrides.
+
+        For a `version` whose capabilities object has no `extensions` field, extensions are left out.
+        """
         caps: dict[str, Any] = {}
         if self.tools:
             caps["tools"] = {"listChanged": self.list_changed}
@@ -286,9 +290,13 @@ class Server:
             caps["completions"] = {}
         if self.logging:
             caps["logging"] = {}
-        if self.extensions:
+        if self.extensions and (version is None or self._has_field(version, "ServerCapabilities", "extensions")):
             caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}
         return merge_capabilities(caps, self._capability_overrides)
+
+    def _has_field(self, version: str, model: str, wire_name: str) -> bool:
+        fields = getattr(getattr(self.protocol.models(version), model, None), "model_fields", {})
+        return any((f.alias or n) == wire_name for n, f in fields.items())
 
     # -- registration -------------------------------------------------------------------------
 
@@ -498,7 +506,7 @@ class Server:
     async def _discover(self, ctx: RequestContext, params: Any) -> dict[str, Any]:
         result: dict[str, Any] = {
             "supportedVersions": self.protocol.newest_first(self.versions),
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(ctx.protocol_version),
         }
         if self.instructions:
             result["instructions"] = self.instructions
@@ -716,13 +724,17 @@ class ServerSession(Session):
         while isinstance(result, InputRequired):
             if not self.protocol.may_require_input(spec.method):
                 log.error("the %s handler asked for input, which only multi-round-trip methods may do", spec.method)
-                raise InternalError(f"server error: the {spec.method} handler asked for input, which {spec.method} cannot carry")
+                raise InternalError(
+                    f"server error: the {spec.method} handler asked for input, which {spec.method} cannot carry"
+                )
             self._check_input_capabilities(ctx, result)
             if modern:
                 return self._finish(spec, ctx, self._input_required_result(spec, ctx, request, result))
             rounds += 1
             if rounds > self.server.max_input_rounds:
-                raise InternalError(f"the {spec.method} handler asked for input more than {self.server.max_input_rounds} times")
+                raise InternalError(
+                    f"the {spec.method} handler asked for input more than {self.server.max_input_rounds} times"
+                )
             ctx.input_responses = await self._ask_client(ctx, result)
             ctx.state = result.state
             result = await handler(ctx, params)
@@ -738,15 +750,22 @@ class ServerSession(Session):
             spec = table.get(request["method"])
             if spec is None or not spec.direction.allows("server") or spec.kind.value == "notification":
                 raise InternalError(f"input request {key!r}: {request['method']} is not something a server may ask for")
-            if spec.capability is not None and not gate_allows(ctx.client_capabilities, spec.capability, request.get("params")):
-                missing = merge_capabilities(missing, nested_capability(spec.capability.path_for(request.get("params"))))
+            gate = spec.capability
+            if gate is not None and not gate_allows(ctx.client_capabilities, gate, request.get("params")):
+                for path in (gate.path_for(request.get("params")), *gate.extra_paths(request.get("params"))):
+                    if not has_capability(ctx.client_capabilities, path):
+                        missing = merge_capabilities(missing, nested_capability(path))
+                if not missing:  # the default refinement was declared but an extra path was not
+                    missing = nested_capability(gate.path)
         if missing:
             message = "the client did not declare the capabilities this request needs: " + ", ".join(sorted(missing))
             if ctx.modern:
                 raise MissingClientCapability(message, data={"requiredCapabilities": missing})
             raise McpError(message, code=INVALID_REQUEST, data={"requiredCapabilities": missing})
 
-    def _input_required_result(self, spec: Any, ctx: RequestContext, request: IncomingRequest, asked: InputRequired) -> dict[str, Any]:
+    def _input_required_result(
+        self, spec: Any, ctx: RequestContext, request: IncomingRequest, asked: InputRequired
+    ) -> dict[str, Any]:
         body = {
             "s": asked.state,
             "k": {key: r["method"] for key, r in asked.requests.items()},
@@ -756,7 +775,10 @@ class ServerSession(Session):
                 if r["method"] == "elicitation/create" and "requestedSchema" in (r.get("params") or {})
             },
         }
-        result: dict[str, Any] = {"resultType": "input_required", "requestState": self.server.sealer.seal(body, spec.method, request.params)}
+        result: dict[str, Any] = {
+            "resultType": "input_required",
+            "requestState": self.server.sealer.seal(body, spec.method, request.params),
+        }
         if asked.requests:
             result["inputRequests"] = asked.requests
         return result
@@ -809,13 +831,13 @@ class ServerSession(Session):
             try:
                 spec.parse_params(params or None)
             except ValidationError as exc:
-                raise InternalError(f"input request {key!r} is not valid in {ctx.protocol_version}: {validation_detail(exc)}") from None
+                raise InternalError(
+                    f"input request {key!r} is not valid in {ctx.protocol_version}: {validation_detail(exc)}"
+                ) from None
             raw = await self.send_request(request["method"], params or None)
             answers[key] = self._decode_answer(spec, key, raw, params.get("requestedSchema"))
 
-        async with anyio.create_task_group() as tg:
-            for key, request in asked.requests.items():
-                tg.start_soon(ask, key, request)
+        await gather([functools.partial(ask, key, request) for key, request in asked.requests.items()])
         return answers
 
     def _finish(self, spec: Any, ctx: RequestContext, result: Any) -> Any:
@@ -881,7 +903,7 @@ class ServerSession(Session):
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else None
         del parsed
-        self.advertised = self.server.capabilities()
+        self.advertised = self.server.capabilities(version)
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": self.advertised,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mcpgen.runtime import Server  # noqa: E402
+from mcpgen.runtime import Server
 
 server = Server("bench", logging=False)
 

@@ -247,7 +247,8 @@ async def test_pagination_with_opaque_cursors(mode: str) -> None:
         assert [t.name for t in first.tools] == ["t0", "t1", "t2"]
         assert first.next_cursor
         assert [t.name async for t in client.tools()] == [f"t{i}" for i in range(8)]
-        for bad in ["garbage", first.next_cursor[:-1] + "0", first.next_cursor.split(".")[0] + ".abc"]:
+        flipped = first.next_cursor[:-1] + ("1" if first.next_cursor.endswith("0") else "0")
+        for bad in ["garbage", flipped, first.next_cursor.split(".")[0] + ".abc"]:
             with pytest.raises(InvalidParams, match="invalid cursor"):
                 await client.list_tools(cursor=bad)
 
