@@ -6,7 +6,11 @@ It answers clients of both eras (the `initialize` handshake and per-request `_me
 (typed arguments, a pydantic-model argument, structured output, progress, logging, errors),
 prompts with arguments, static resources and resource templates, completions, pagination
 (page size 5), list-changed notifications (the `toggle_extra_tool` tool adds or removes a
-tool) and resource updates (`touch_resource`).
+tool) and resource updates (`touch_resource`). Tools that need the client's input
+(`confirm_action`: elicitation, `connect_account`: URL elicitation, `summarize`: sampling,
+`client_roots`: roots, `plan_trip`: all three at once) are written once: a modern client
+gets an `InputRequiredResult` and retries; a handshake-era client gets server->client
+requests from the legacy shim.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pydantic import BaseModel, Field
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 from mcpgen.runtime import RequestContext, Server
+from mcpgen.runtime.mrtr import elicit, elicit_url, list_roots, sample
 
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
@@ -117,6 +122,75 @@ def touch_resource(uri: str = "mem://counter") -> str:
     COUNTER["value"] += 1
     server.notify_resource_updated(uri)
     return f"updated {uri}"
+
+
+# -- tools that ask the client for input (multi-round-trip requests) ---------------------------
+
+
+class Confirmation(BaseModel):
+    confirm: bool = Field(description="Go ahead?")
+    reason: str = Field(default="(none given)", description="Why")
+
+
+@server.tool()
+async def confirm_action(ctx: RequestContext, action: str) -> str:
+    """Ask the user to confirm an action (form elicitation)."""
+    answer = ctx.input_response("confirm")
+    if answer is None:
+        return ctx.input_required(confirm=elicit(f"Really {action}?", Confirmation), state={"action": action})
+    if answer.action != "accept":
+        return f"{action}: {answer.action}d by the user"
+    if not answer.content["confirm"]:
+        return f"{action}: not confirmed"
+    return f"{action}: confirmed ({answer.content['reason']})"
+
+
+@server.tool()
+async def connect_account(ctx: RequestContext) -> str:
+    """Send the user to a sign-in page (URL elicitation: nothing passes through the client)."""
+    answer = ctx.input_response("signin")
+    if answer is None:
+        return ctx.input_required(signin=elicit_url("Sign in to the example service", "https://example.com/signin"))
+    return f"sign-in {answer.action}"
+
+
+@server.tool()
+async def summarize(ctx: RequestContext, text: str) -> str:
+    """Summarise text with the client's model (sampling)."""
+    reply = ctx.input_response("summary")
+    if reply is None:
+        return ctx.input_required(summary=sample([f"Summarise in one line: {text}"], 100, system_prompt="Be brief."))
+    return f"summary: {reply.content.text}"
+
+
+@server.tool()
+async def client_roots(ctx: RequestContext) -> list[str]:
+    """The client's roots (roots/list)."""
+    reply = ctx.input_response("roots")
+    if reply is None:
+        return ctx.input_required(roots=list_roots())
+    return [root.uri for root in reply.roots]
+
+
+@server.tool()
+async def plan_trip(ctx: RequestContext, city: str) -> dict[str, object]:
+    """Ask for everything at once: the answers come back together (answered concurrently)."""
+    if not ctx.input_responses:
+        return ctx.input_required(
+            dates=elicit(
+                f"When do you travel to {city}?",
+                {"type": "object", "properties": {"nights": {"type": "integer", "minimum": 1}}, "required": ["nights"]},
+            ),
+            ideas=sample([f"Three things to do in {city}"], 200),
+            roots=list_roots(),
+        )
+    dates = ctx.input_response("dates")
+    return {
+        "city": city,
+        "nights": dates.content["nights"] if dates.action == "accept" else None,
+        "ideas": ctx.input_response("ideas").content.text,
+        "save_to": [root.uri for root in ctx.input_response("roots").roots][:1],
+    }
 
 
 # -- prompts ----------------------------------------------------------------------------------

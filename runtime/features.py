@@ -32,11 +32,40 @@ def _is_context(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, Context)
 
 
+def _context_names() -> dict[str, Any]:
+    found: dict[str, Any] = {"Context": Context}
+    stack: list[type[Any]] = [Context]
+    while stack:
+        sub: type[Any]
+        for sub in stack.pop().__subclasses__():
+            found.setdefault(sub.__name__, sub)
+            stack.append(sub)
+    return found
+
+
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Evaluated annotations of `fn`, also when they are strings naming a context class that
+    `fn`'s module imported locally (e.g. inside a function, under `from __future__ import annotations`)."""
+    target = inspect.unwrap(fn)
+    globalns = getattr(target, "__globals__", {})
+    localns = _context_names()
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(target, globalns=globalns, localns=localns, include_extras=True)
     except Exception:
-        return {}
+        pass
+    hints: dict[str, Any] = {}
+    for name, param in [*inspect.signature(fn).parameters.items(), ("return", None)]:
+        annotation = param.annotation if param is not None else inspect.signature(fn).return_annotation
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, dict(globalns), localns)
+            except Exception as exc:
+                raise TypeError(
+                    f"{getattr(fn, '__name__', fn)}: cannot resolve the annotation {annotation!r} of {name!r}; "
+                    "import its type at module level"
+                ) from exc
+        hints[name] = annotation
+    return hints
 
 
 @dataclass

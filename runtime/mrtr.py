@@ -15,6 +15,8 @@ integrity, not secrecy.
 from __future__ import annotations
 
 import base64
+import copy
+import functools
 import hashlib
 import hmac
 import json
@@ -88,22 +90,31 @@ class InputRequired:
 
 def _schema_of(schema: Mapping[str, Any] | type[BaseModel]) -> dict[str, Any]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
-        raw = schema.model_json_schema()
-        properties = {}
-        for name, prop in raw.get("properties", {}).items():
-            prop = {k: v for k, v in prop.items() if k != "title" or isinstance(v, str)}
-            if "anyOf" in prop:  # `X | None` -> X
-                options = [o for o in prop.pop("anyOf") if o.get("type") != "null"]
-                if len(options) == 1:
-                    prop.update(options[0])
-            if prop.get("default", "") is None:
-                prop.pop("default")
-            properties[name] = prop
-        out: dict[str, Any] = {"type": "object", "properties": properties}
-        if raw.get("required"):
-            out["required"] = list(raw["required"])
-        return out
-    return dict(schema)
+        return copy.deepcopy(_model_schema(schema))
+    requested = dict(schema)
+    check_elicitation_schema(requested)
+    return requested
+
+
+@functools.lru_cache(maxsize=256)
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A pydantic model as a flat elicitation schema (built once per model: it is not cheap)."""
+    raw = model.model_json_schema()
+    properties = {}
+    for name, prop in raw.get("properties", {}).items():
+        prop = {k: v for k, v in prop.items() if k != "title" or isinstance(v, str)}
+        if "anyOf" in prop:  # `X | None` -> X
+            options = [o for o in prop.pop("anyOf") if o.get("type") != "null"]
+            if len(options) == 1:
+                prop.update(options[0])
+        if prop.get("default", "") is None:
+            prop.pop("default")
+        properties[name] = prop
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if raw.get("required"):
+        out["required"] = list(raw["required"])
+    check_elicitation_schema(out)
+    return out
 
 
 def check_elicitation_schema(schema: Mapping[str, Any]) -> None:

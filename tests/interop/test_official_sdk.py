@@ -102,3 +102,74 @@ async def test_official_client_against_our_server(mode: str, anyio_backend: str)
             PromptReference(type="ref/prompt", name="review_code"), {"name": "language", "value": "ja"}
         )
         assert completion.completion.values == ["java"]
+
+
+# -- multi-round-trip requests: elicitation, sampling and roots ---------------------------------
+
+OFFICIAL_MRTR_SERVER = HERE / "official_mrtr_server.py"
+
+
+async def _elicit(params: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": {"ok": True}}
+
+
+async def _sample(params: Any) -> dict[str, Any]:
+    text = params.messages[0].content.text
+    return {"role": "assistant", "content": {"type": "text", "text": f"re: {text}"}, "model": "fake-model"}
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_our_client_answers_an_official_server_that_asks_for_input(mode: str) -> None:
+    async with Client(
+        [sys.executable, str(OFFICIAL_MRTR_SERVER)],
+        mode=mode,
+        request_timeout=30,
+        elicitation_handler=_elicit,
+        sampling_handler=_sample,
+        roots=[{"uri": "file:///work", "name": "work"}],
+    ) as client:
+        assert client.protocol_version == EXPECTED[mode]
+        assert (await client.call_tool("delete", {"item": "a.txt"})).content[
+            0
+        ].text == "deleted a.txt (ok=True, note=none)"
+        assert (await client.call_tool("ask_llm")).content[0].text == "model said: re: Say hi"
+        assert (await client.call_tool("workspace")).content[0].text == "file:///work"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_official_client_answers_our_server_that_asks_for_input(mode: str, anyio_backend: str) -> None:
+    from mcp import Client as OfficialClient
+    from mcp import StdioServerParameters
+    from mcp.types import CreateMessageResult, ElicitResult, ListRootsResult, Root, TextContent
+
+    asked: list[str] = []
+
+    async def elicitation(context: Any, params: Any) -> ElicitResult:
+        asked.append(f"elicit:{params.message}")
+        if "nights" in str(params.requested_schema):
+            return ElicitResult(action="accept", content={"nights": 3})
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async def sampling(context: Any, params: Any) -> CreateMessageResult:
+        asked.append("sample")
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="short"), model="fake")
+
+    async def roots(context: Any) -> ListRootsResult:
+        asked.append("roots")
+        return ListRootsResult(roots=[Root(uri="file:///trips", name="trips")])
+
+    params = StdioServerParameters(command=sys.executable, args=[str(OUR_SERVER)])
+    async with OfficialClient(
+        params, mode=mode, elicitation_callback=elicitation, sampling_callback=sampling, list_roots_callback=roots
+    ) as client:
+        assert client.session.protocol_version == EXPECTED[mode]
+        confirmed = await client.call_tool("confirm_action", {"action": "deploy"})
+        assert confirmed.content[0].text == "deploy: confirmed ((none given))", "the server filled the default"
+        summary = await client.call_tool("summarize", {"text": "a long story"})
+        assert summary.content[0].text == "summary: short"
+        listed = await client.call_tool("client_roots", {})
+        assert [block.text for block in listed.content] == ["file:///trips"]  # a list of strings is text content
+        trip = await client.call_tool("plan_trip", {"city": "Lyon"})
+        assert trip.structured_content == {"city": "Lyon", "nights": 3, "ideas": "short", "save_to": ["file:///trips"]}
+    assert asked.count("roots") == 2 and asked.count("sample") == 2
