@@ -44,33 +44,29 @@ def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Cl
     if not command:
         raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`")
 
-    client = (
-        Client(
+    try:
+        client = Client(
             list(command),
             mode=mode,
             request_timeout=timeout,
             probe_timeout=min(timeout, 5.0),
             stderr=subprocess.DEVNULL,
         )
-        if command
-        else None
-    )
+    except ValueError as exc:  # a bad --mode
+        raise click.UsageError(str(exc)) from None
 
     async def main() -> Any:
-        assert client is not None
         async with client:
             return await work(client)
 
     try:
         return anyio.run(main)
-    except ValueError as exc:  # a bad --mode
-        raise click.UsageError(str(exc)) from None
     except BaseExceptionGroup as group:
         raise click.ClickException(f"the connection failed: {group}") from None
     except (FileNotFoundError, PermissionError) as exc:
         raise click.ClickException(f"cannot start the server: {exc}") from None
     except RequestTimeout as exc:
-        bad = client.last_bad_frames if client is not None else 0
+        bad = client.last_bad_frames
         hint = f"; it wrote {bad} line(s) that are not JSON" if bad else "; is it an MCP stdio server?"
         raise click.ClickException(f"the server did not answer in time ({exc}){hint}") from None
     except ConnectionClosed:
@@ -85,6 +81,8 @@ def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Cl
         raise click.ClickException(f"{type(exc).__name__}: {exc}") from None
     except OSError as exc:
         raise click.ClickException(f"cannot talk to the server: {exc}") from None
+    except Exception as exc:  # never a traceback for people; the type says what went wrong
+        raise click.ClickException(f"unexpected {type(exc).__name__}: {exc}") from None
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

@@ -1,0 +1,98 @@
+"""`mcpgen inspect` and `mcpgen call` against real stdio servers, good and bad."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from mcpgen.codegen.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SERVER = [sys.executable, str(REPO / "examples" / "everything_server.py")]
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    ("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")]
+)
+def test_inspect_json(mode: str, version: str) -> None:
+    code, out = run("inspect", "--mode", mode, "--json", "--", *SERVER)
+    assert code == 0, out
+    report = json.loads(out)
+    assert list(report)[:7] == [
+        "protocol_version",
+        "server_info",
+        "capabilities",
+        "tools",
+        "prompts",
+        "resources",
+        "resource_templates",
+    ]
+    assert report["protocol_version"] == version
+    assert len(report["tools"]) > 5, "every page is listed"
+    assert {t["name"] for t in report["tools"]} >= {"echo", "add", "plan_trip"}
+    assert {p["name"] for p in report["prompts"]} == {"write_poem", "review_code"}
+    assert {r["uri"] for r in report["resources"]} == {"mem://readme", "mem://counter", "mem://logo"}
+    assert {t["uriTemplate"] for t in report["resource_templates"]} == {"mem://greeting/{name}", "mem://files/{+path}"}
+
+
+def test_inspect_text() -> None:
+    code, out = run("inspect", "--", *SERVER)
+    assert code == 0, out
+    assert "protocol:  2026-07-28" in out and "Tools (" in out and "write_poem" in out
+
+
+def test_call_prints_the_result() -> None:
+    code, out = run("call", "add", "--args", '{"a": 20, "b": 22}', "--", *SERVER)
+    assert (code, out.strip()) == (0, '{"result": 42}')
+    code, out = run("call", "add", "--mode", "legacy", "--json", "--args", '{"a": 1, "b": 1}', "--", *SERVER)
+    assert code == 0 and json.loads(out)["structuredContent"] == {"result": 2}
+
+
+def test_call_of_a_failing_tool_exits_non_zero() -> None:
+    code, out = run("call", "fail", "--", *SERVER)
+    assert code == 1 and "something went wrong" in out
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ("import sys; sys.exit(3)", "closed the connection"),
+        ("import time; time.sleep(60)", "did not answer in time"),
+        ("import sys, time; print('hello, not json'); sys.stdout.flush(); time.sleep(60)", "not JSON"),
+        ("raise SystemExit('crash on start')", "closed the connection"),
+    ],
+)
+def test_broken_servers_get_a_clear_message(script: str, message: str) -> None:
+    code, out = run("inspect", "--timeout", "1.5", "--", sys.executable, "-c", script)
+    assert code == 1
+    assert message in out
+    assert "Traceback" not in out
+
+
+def test_bad_arguments() -> None:
+    code, out = run("call", "add", "--args", "{nope", "--", *SERVER)
+    assert code == 2 and "not JSON" in out
+    code, out = run("call", "add", "--args", "[1]", "--", *SERVER)
+    assert code == 2 and "JSON object" in out
+    code, out = run("inspect")
+    assert code == 2 and "server command" in out
+    code, out = run("inspect", "--mode", "1999-01-01", "--", *SERVER)
+    assert code == 2 and "mode must be" in out
+    code, out = run("inspect", "--", "/no/such/command")
+    assert code == 1 and "cannot start the server" in out
+
+
+def test_console_script_is_installed() -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("mcpgen")), "--help"], capture_output=True, text=True, check=True
+    )
+    assert "inspect" in done.stdout and "call" in done.stdout and "generate" in done.stdout
