@@ -184,3 +184,22 @@ async def test_modern_requests_carry_the_per_request_meta() -> None:
         "io.modelcontextprotocol/clientInfo": {"name": "me", "version": "9"},
         "io.modelcontextprotocol/logLevel": "warning",
     }
+
+
+async def test_absent_result_type_counts_as_complete_and_unknown_is_invalid() -> None:
+    from mcpgen.runtime import ProtocolError
+
+    replies = {
+        "tools/call": lambda m: {"result": {"content": [{"type": "text", "text": "old server"}]}},
+        "prompts/get": lambda m: {"result": {"resultType": "task", "messages": []}},
+    }
+    client_end, server_end = memory_pair()
+    peer = RawPeer(server_end)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scripted_server, peer, replies)
+        async with Client(client_end, mode=V26) as client:
+            result = await client.call_tool("x")
+            assert result.result_type == "complete" and result.content[0].text == "old server"
+            with pytest.raises(ProtocolError, match="invalid prompts/get result"):
+                await client.get_prompt("p")
+        tg.cancel_scope.cancel()
