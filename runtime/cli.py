@@ -23,7 +23,7 @@ from .client import Client
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
-from .errors import ConnectionClosed, McpError, McpRuntimeError, NegotiationError, RequestTimeout
+from .errors import ConnectionClosed, McpError, McpRuntimeError, MethodNotFound, NegotiationError, RequestTimeout
 
 _mode_option = click.option(
     "--mode", default="auto", show_default=True, help="auto, legacy, or a protocol version to pin."
@@ -114,7 +114,10 @@ def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) 
         )
         for key, capability, lister in sections:
             if caps is None or capability in caps:
-                report[key] = [_dump(item) async for item in lister()]
+                try:
+                    report[key] = [_dump(item) async for item in lister()]
+                except MethodNotFound:  # a pinned version knows no capabilities: a missing feature lists nothing
+                    report[key] = []
         return report
 
     report = _run(command, mode, timeout, work)

@@ -20,6 +20,7 @@ that gates it (`CapabilityError` otherwise). Results come back as the version's 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import inspect
@@ -34,6 +35,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from .errors import (
+    MODERN_ERROR_CODES,
     CapabilityError,
     ConnectionClosed,
     ElicitationError,
@@ -95,6 +97,7 @@ class Subscription:
         self.honoured: Mapping[str, Any] = honoured or {}
         self.acknowledged = anyio.Event()
         self.id: str | int | None = None
+        self.error: BaseException | None = None
 
     def _push(self, event: Event) -> None:
         try:
@@ -126,6 +129,10 @@ class ClientSession(Session):
         self.version: str | None = None
         self.modern = False
         self.listens: dict[str | int, Subscription] = {}
+
+    def on_closed(self) -> None:
+        for sub in list(self.listens.values()):
+            sub._end()
 
     def can_cancel(self, method: str) -> bool:
         if self.version is None or method == "initialize":
@@ -190,12 +197,12 @@ class ClientSession(Session):
                 for sub in self.listens.values():
                     if _legacy_wants(sub, event):
                         sub._push(event)
-            await self.client._on_event(event)
+            self.defer(self.client._on_event, event)
             return
         if method == "notifications/message":
             callback = self.client.on_log
             if callback is not None:
-                await _maybe_await(callback(params.get("level"), params.get("data"), params.get("logger")))
+                self.defer(callback, params.get("level"), params.get("data"), params.get("logger"))
 
 
 def _root(root: Mapping[str, Any] | str) -> dict[str, Any]:
@@ -224,7 +231,8 @@ def _event_for(method: str, params: Mapping[str, Any]) -> Event | None:
 def _legacy_wants(sub: Subscription, event: Event) -> bool:
     wanted = sub.honoured
     if event.kind == "resource":
-        return event.uri in (wanted.get("resourceSubscriptions") or [])
+        uri = event.uri or ""
+        return any(uri == s or uri.startswith(s.rstrip("/") + "/") for s in wanted.get("resourceSubscriptions") or [])
     return bool(wanted.get(f"{event.kind}ListChanged"))
 
 
@@ -378,7 +386,10 @@ class Client:
         if self.session is not None:
             self.last_bad_frames = self.session.bad_frames
         stack, self._stack = self._stack, None
-        self.session = None
+        session, self.session = self.session, None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.transport.send.aclose()  # the peer sees the end of the connection
         if stack is not None:
             # Errors of the `async with` body propagate as they are, not wrapped by our task group.
             await stack.__aexit__(None, None, None)
@@ -437,7 +448,20 @@ class Client:
                     await self._initialize(choice, exact=False)
                     return
                 raise NegotiationError(f"the server refused {probe} but lists it as supported") from exc
-            except (McpError, RequestTimeout) as exc:
+            except McpError as exc:
+                if exc.code in MODERN_ERROR_CODES:
+                    raise NegotiationError(
+                        f"the server is a modern server but refused server/discover: {exc}; "
+                        "not falling back to initialize"
+                    ) from exc
+                if not handshake:
+                    raise NegotiationError(
+                        f"the server is not a modern server ({exc}) and we support no handshake version"
+                    ) from exc
+                log.debug("server/discover failed (%s); falling back to initialize", exc)
+                await self._initialize(handshake[0], exact=False)
+                return
+            except RequestTimeout as exc:
                 if not handshake:
                     raise NegotiationError(
                         f"the server is not a modern server ({exc}) and we support no handshake version"
@@ -852,27 +876,30 @@ class Client:
             request_id = session.next_id()
             sub.id = request_id
             session.listens[request_id] = sub
+            scope = anyio.CancelScope()
 
             async def run() -> None:
-                try:
-                    await session.send_request("subscriptions/listen", body, timeout=None, request_id=request_id)
-                except McpError as exc:
-                    log.warning("subscriptions/listen ended with an error: %s", exc)
-                except ConnectionClosed:
-                    pass
-                finally:
-                    sub._end()
-                    sub.acknowledged.set()
+                with scope:
+                    try:
+                        await session.send_request("subscriptions/listen", body, timeout=None, request_id=request_id)
+                    except (McpError, ConnectionClosed) as exc:
+                        sub.error = exc
+                    finally:
+                        sub._end()
+                        sub.acknowledged.set()
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run)
+            if session._task_group is None:
+                raise ConnectionClosed("the connection is closed")
+            session._task_group.start_soon(run)  # not a task group of ours: body errors stay unwrapped
+            try:
                 with anyio.fail_after(self.request_timeout):
                     await sub.acknowledged.wait()
-                try:
-                    yield sub
-                finally:
-                    session.listens.pop(request_id, None)
-                    tg.cancel_scope.cancel()
+                if sub.error is not None:
+                    raise sub.error
+                yield sub
+            finally:
+                session.listens.pop(request_id, None)
+                scope.cancel()  # sends notifications/cancelled for the listen request
             return
         caps = self.server_capabilities or {}
         honoured: dict[str, Any] = {}

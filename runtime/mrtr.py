@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from .errors import InvalidParams
+from .errors import InternalError, InvalidParams
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -304,6 +304,11 @@ class StateSealer:
         token = f"v{STATE_VERSION}.{payload}"
         if self.sealed:
             token += "." + self._mac(token)
+        if len(token) > self.max_bytes:
+            raise InternalError(
+                f"the request state is {len(token)} bytes, over the {self.max_bytes}-byte limit "
+                "this server accepts back; keep less in it"
+            )
         return token
 
     def open(self, token: Any, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:

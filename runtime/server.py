@@ -30,7 +30,6 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import (
     INVALID_PARAMS,
-    INVALID_REQUEST,
     RESOURCE_NOT_FOUND_LEGACY,
     InternalError,
     InvalidParams,
@@ -269,7 +268,7 @@ class Server:
         self.handlers: dict[str, Handler] = {}
         self.on_roots_changed: Callable[[ServerSession], Any] | None = None
         self.sessions: set[ServerSession] = set()
-        self._stopping = anyio.Event()
+        self._listen_stops: set[anyio.Event] = set()
         self._install_builtin_handlers()
 
     # -- capabilities ------------------------------------------------------------------------
@@ -457,8 +456,10 @@ class Server:
         anyio.run(self.serve_stdio)
 
     def stop_listening(self) -> None:
-        """End every `subscriptions/listen` stream gracefully (each gets its result)."""
-        self._stopping.set()
+        """End every open `subscriptions/listen` stream gracefully (each gets its result); later
+        listens are served as usual."""
+        for stop in list(self._listen_stops):
+            stop.set()
 
     # -- built-in feature handlers -------------------------------------------------------------
 
@@ -623,9 +624,12 @@ class Server:
             {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}},
         )
         session.listens[ctx.request_id] = stream
+        stop = anyio.Event()  # made in the running loop, one per stream
+        self._listen_stops.add(stop)
         try:
-            await self._stopping.wait()
+            await stop.wait()
         finally:
+            self._listen_stops.discard(stop)
             session.listens.pop(ctx.request_id, None)
         return {"_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}}
 
@@ -663,6 +667,10 @@ class ServerSession(Session):
 
     def accepts_cancel(self, incoming: IncomingRequest) -> bool:
         return incoming.method != "initialize"
+
+    def on_closed(self) -> None:
+        if self._outbox is not None:
+            self._outbox.close()  # ends the notification sender, so the session can finish
 
     def can_cancel(self, method: str) -> bool:
         version = self.legacy_version
@@ -759,9 +767,7 @@ class ServerSession(Session):
                     missing = nested_capability(gate.path)
         if missing:
             message = "the client did not declare the capabilities this request needs: " + ", ".join(sorted(missing))
-            if ctx.modern:
-                raise MissingClientCapability(message, data={"requiredCapabilities": missing})
-            raise McpError(message, code=INVALID_REQUEST, data={"requiredCapabilities": missing})
+            raise MissingClientCapability(message, data={"requiredCapabilities": missing})
 
     def _input_required_result(
         self, spec: Any, ctx: RequestContext, request: IncomingRequest, asked: InputRequired
@@ -918,9 +924,7 @@ class ServerSession(Session):
         if method == "notifications/initialized":
             self.initialized = True
         elif method == "notifications/roots/list_changed" and self.server.on_roots_changed is not None:
-            outcome = self.server.on_roots_changed(self)
-            if inspect.isawaitable(outcome):
-                await outcome
+            self.defer(self.server.on_roots_changed, self)
 
     # -- pushing notifications ------------------------------------------------------------------
 

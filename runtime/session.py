@@ -52,7 +52,8 @@ DEFAULT = _Default()
 
 
 def dumps(message: Mapping[str, Any]) -> bytes:
-    return pydantic_core.to_json(message)
+    """JSON for the wire; NaN and infinities (not JSON) become null."""
+    return pydantic_core.to_json(message, inf_nan_mode="null")
 
 
 @dataclass
@@ -107,6 +108,9 @@ class Session:
         self._task_group: TaskGroup | None = None
         self._closed = anyio.Event()
         self._started = anyio.Event()
+        self._deferred_send, self._deferred_receive = anyio.create_memory_object_stream[
+            tuple[Callable[..., Awaitable[Any] | Any], tuple[Any, ...]]
+        ](math.inf)
         self.bad_frames = 0  # messages from the peer that were not JSON-RPC at all
 
     # -- hooks for subclasses --------------------------------------------------------------
@@ -135,6 +139,7 @@ class Session:
         """Read and dispatch messages until the transport closes."""
         async with anyio.create_task_group() as tg:
             self._task_group = tg
+            tg.start_soon(self._run_deferred)
             self._started.set()
             task_status.started()
             try:
@@ -144,9 +149,28 @@ class Session:
                 pass
             finally:
                 self._close_pending()
+                self._deferred_send.close()
                 for incoming in list(self._in_flight.values()):
                     incoming.cancel_scope.cancel()
         self._task_group = None
+
+    def defer(self, callback: Callable[..., Awaitable[Any] | Any], *args: Any) -> None:
+        """Run user code (a notification callback) after the reader, in order, on one worker task:
+        the reader never waits on it, so the callback may itself make requests on this session."""
+        try:
+            self._deferred_send.send_nowait((callback, args))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def _run_deferred(self) -> None:
+        async with self._deferred_receive:
+            async for callback, args in self._deferred_receive:
+                try:
+                    outcome = callback(*args)
+                    if outcome is not None and hasattr(outcome, "__await__"):
+                        await outcome
+                except Exception:
+                    log.exception("a notification callback failed")
 
     def _close_pending(self) -> None:
         if self._closed.is_set():
@@ -215,7 +239,7 @@ class Session:
                 await self._cancel_remote(request_id, method, f"timed out after {limit} s")
                 raise RequestTimeout(f"{method} timed out after {limit} s") from None
             except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(1.0, shield=True):  # a peer that stopped reading cannot hold us
                     await self._cancel_remote(request_id, method, "cancelled by the caller")
                 raise
         finally:
@@ -276,7 +300,10 @@ class Session:
         raw_id = message.get("id")
         valid_id = isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool)
         if message.get("jsonrpc") != "2.0":
-            await self._reply_error(raw_id if valid_id else None, INVALID_REQUEST, 'jsonrpc must be "2.0"')
+            if "method" in message and "id" in message:  # only a request gets an answer
+                await self._reply_error(raw_id if valid_id else None, INVALID_REQUEST, 'jsonrpc must be "2.0"')
+            else:
+                log.warning('ignored a message without jsonrpc "2.0"')
             return
         method = message.get("method")
         if method is None:
@@ -323,7 +350,11 @@ class Session:
 
     async def _start_request(self, request_id: RequestId, method: str, params: dict[str, Any] | None) -> None:
         if request_id in self._in_flight:
-            await self._reply_error(request_id, INVALID_REQUEST, f"request id {request_id!r} is already in use")
+            # Answering with this id would collide with the real answer: the error carries no id.
+            log.warning("dropped a %s request reusing in-flight id %r", method, request_id)
+            await self._reply_error(
+                None, INVALID_REQUEST, f"request id {request_id!r} is already in use; request dropped"
+            )
             return
         incoming = IncomingRequest(request_id, method, params, self)
         self._in_flight[request_id] = incoming
@@ -351,12 +382,22 @@ class Session:
             if incoming.cancel_scope.cancelled_caught:
                 return  # cancelled by the peer: no response
             if reply is not None:
-                try:
-                    await self.send_message(self._encode_reply(reply))
-                except ConnectionClosed:
-                    pass
+                await self._send_reply(incoming, reply)
         finally:
             self._in_flight.pop(incoming.id, None)
+
+    async def _send_reply(self, incoming: IncomingRequest, reply: dict[str, Any]) -> None:
+        try:
+            await self.send_message(self._encode_reply(reply))
+        except ConnectionClosed:
+            pass
+        except (ValueError, TypeError) as exc:  # not serialisable: the handler's bug, not the session's end
+            log.error("could not encode the reply to %s: %s", incoming.method, exc)
+            error = {"code": INTERNAL_ERROR, "message": f"Internal error: the reply could not be encoded: {exc}"}
+            try:
+                await self.send_message({"jsonrpc": "2.0", "id": incoming.id, "error": error})
+            except (ConnectionClosed, ValueError, TypeError):
+                pass
 
     def _encode_reply(self, reply: dict[str, Any]) -> dict[str, Any]:
         result = reply.get("result")

@@ -211,35 +211,67 @@ async def _stop(process: Process, timeout: float) -> None:
 
 
 class _FileReceive(ByteReceiveStream):
-    """This process's stdin as a byte stream (reads in a worker thread)."""
+    """This process's stdin as a byte stream.
+
+    On POSIX the descriptor is made non-blocking and read when the event loop says it is
+    readable, so nothing blocks in a thread: the process can exit whenever serving ends, even
+    while the client keeps stdin open. Elsewhere a worker thread reads.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self._polled = os.name == "posix"
+        self._was_blocking = os.get_blocking(fd) if self._polled else True
+        if self._polled:
+            os.set_blocking(fd, False)
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
-        data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes, abandon_on_cancel=True)
-        if not data:
-            raise anyio.EndOfStream
-        return data
+        while True:
+            if self._polled:
+                try:
+                    data = os.read(self._fd, max_bytes)
+                except BlockingIOError:
+                    await anyio.wait_readable(self._fd)
+                    continue
+            else:  # pragma: no cover - non-POSIX
+                data = await anyio.to_thread.run_sync(os.read, self._fd, max_bytes, abandon_on_cancel=True)
+            if not data:
+                raise anyio.EndOfStream
+            return data
 
     async def aclose(self) -> None:
-        return None
+        if self._polled and self._was_blocking:
+            with suppress(OSError):
+                os.set_blocking(self._fd, True)
 
 
 class _FileSend(ByteSendStream):
-    """This process's stdout as a byte stream."""
+    """This process's stdout as a byte stream (non-blocking on POSIX, as `_FileReceive`)."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self._polled = os.name == "posix"
+        self._was_blocking = os.get_blocking(fd) if self._polled else True
+        if self._polled:
+            os.set_blocking(fd, False)
 
     async def send(self, item: bytes) -> None:
         view = memoryview(item)
         while view:
-            written = await anyio.to_thread.run_sync(os.write, self._fd, view)
+            if self._polled:
+                try:
+                    written = os.write(self._fd, view)
+                except BlockingIOError:
+                    await anyio.wait_writable(self._fd)
+                    continue
+            else:  # pragma: no cover - non-POSIX
+                written = await anyio.to_thread.run_sync(os.write, self._fd, view)
             view = view[written:]
 
     async def aclose(self) -> None:
-        return None
+        if self._polled and self._was_blocking:
+            with suppress(OSError):
+                os.set_blocking(self._fd, True)
 
 
 @asynccontextmanager
@@ -255,15 +287,20 @@ async def stdio_server(
     in_send, in_receive = anyio.create_memory_object_stream[Frame](64)
     out_send, out_receive = anyio.create_memory_object_stream[bytes](64)
     transport = Transport(in_receive, out_send, max_message_bytes, {"kind": "stdio"})
-    async with anyio.create_task_group() as writer:
-        writer.start_soon(_pump_writes, out_receive, _FileSend(out_fd))
-        async with anyio.create_task_group() as reader:
-            reader.start_soon(_pump_lines, _FileReceive(in_fd), in_send, max_message_bytes)
-            try:
-                yield transport
-            finally:
-                reader.cancel_scope.cancel()
-        await out_send.aclose()  # the writer drains what is queued, then ends
+    source, sink = _FileReceive(in_fd), _FileSend(out_fd)
+    try:
+        async with anyio.create_task_group() as writer:
+            writer.start_soon(_pump_writes, out_receive, sink)
+            async with anyio.create_task_group() as reader:
+                reader.start_soon(_pump_lines, source, in_send, max_message_bytes)
+                try:
+                    yield transport
+                finally:
+                    reader.cancel_scope.cancel()
+            await out_send.aclose()  # the writer drains what is queued, then ends
+    finally:
+        await source.aclose()
+        await sink.aclose()
 
 
 __all__ = [

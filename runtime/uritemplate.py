@@ -97,16 +97,23 @@ class UriTemplate:
         self.template = template
         self._parts = _parse(template)
         self.variables = tuple(v.name for p in self._parts if isinstance(p, _Expression) for v in p.variables)
+        self._named: list[_Expression] = []
         self._regex = re.compile("^" + "".join(self._pattern(p) for p in self._parts) + "$")
 
     def __repr__(self) -> str:
         return f"UriTemplate({self.template!r})"
 
-    @staticmethod
-    def _pattern(part: str | _Expression) -> str:
+    def _pattern(self, part: str | _Expression) -> str:
         if isinstance(part, str):
             return re.escape(part)
-        first, sep, named, _ifemp, _reserved = _OPS[part.op]
+        first, sep, _named, _ifemp, _reserved = _OPS[part.op]
+        if part.op in ("?", "&", ";"):
+            # name=value pairs: captured whole and parsed, so they may come in any order or be absent
+            index = len(self._named)
+            self._named.append(part)
+            lead = re.escape(first)
+            body = "[^#]*" if part.op != ";" else "[^/?#]*"
+            return f"(?:{lead}(?P<n_{index}>{body}))?"
         listed = len(part.variables) > 1
         pieces = []
         for i, var in enumerate(part.variables):
@@ -114,25 +121,45 @@ class UriTemplate:
             if listed or var.explode:
                 value = value.replace("]", ",]") if value.startswith("[") else "[^,]*?"
             group = f"(?P<{_group(var.name)}>{value})"
-            if part.op == ";":
-                piece = re.escape(var.name) + f"(?:={group})?"
-            elif named:
-                piece = re.escape(var.name) + f"={group}"
-            else:
-                piece = group
             lead = re.escape(first if i == 0 else sep)
-            pieces.append(f"(?:{lead}{piece})?")
+            pieces.append(f"(?:{lead}{group})?")
         return "".join(pieces)
 
     def match(self, uri: str) -> dict[str, str] | None:
+        """The variables of `uri`, percent-decoded, or None when it does not match.
+
+        A variable that may not contain `/` (every operator but `+` and `#`) does not match an
+        encoded `%2F` either: a decoded `../` in a path-like value is refused, not handed over.
+        """
         found = self._regex.match(uri)
         if found is None:
             return None
         out: dict[str, str] = {}
-        for name in self.variables:
-            value = found.group(_group(name))
-            if value is not None:
-                out[name] = unquote(value)
+        for part in self._parts:
+            if not isinstance(part, _Expression) or part.op in ("?", "&", ";"):
+                continue
+            for var in part.variables:
+                value = found.group(_group(var.name))
+                if value is None:
+                    continue
+                if part.op not in ("+", "#") and "%2f" in value.lower():
+                    return None
+                out[var.name] = unquote(value)
+        query_names = {v.name for p in self._named if p.op != ";" for v in p.variables}
+        for index, part in enumerate(self._named):
+            raw = found.group(f"n_{index}")
+            if not raw:
+                continue
+            pairs = raw.split("&" if part.op != ";" else ";")
+            # a query continues across `{?a}{&b}`: its pairs may answer any query expression
+            names = query_names if part.op != ";" else {v.name for v in part.variables}
+            for pair in pairs:
+                if not pair:
+                    continue
+                key, has_value, value = pair.partition("=")
+                key = unquote(key)
+                if key in names:
+                    out[key] = unquote(value) if has_value else ""
         return out
 
     def expand(self, **values: str | list[str]) -> str:

@@ -96,3 +96,21 @@ def test_console_script_is_installed() -> None:
         [str(Path(sys.executable).with_name("mcpgen")), "--help"], capture_output=True, text=True, check=True
     )
     assert "inspect" in done.stdout and "call" in done.stdout and "generate" in done.stdout
+
+
+TOOLS_ONLY = (
+    "import sys; sys.path.insert(0, {repo!r})\n"
+    "from mcpgen.runtime import Server\n"
+    "server = Server('tools-only', logging=False)\n"
+    "server.add_tool(lambda: 'x', name='only')\n"
+    "server.run_stdio()\n"
+)
+
+
+def test_inspect_with_a_pinned_version_lists_a_server_that_lacks_features() -> None:
+    script = TOOLS_ONLY.format(repo=str(REPO))
+    code, out = run("inspect", "--mode", "2026-07-28", "--json", "--", sys.executable, "-c", script)
+    assert code == 0, out
+    report = json.loads(out)
+    assert [t["name"] for t in report["tools"]] == ["only"]
+    assert report["prompts"] == [] and report["resources"] == []

@@ -187,7 +187,10 @@ async def test_input_requests_are_answered_concurrently(mode: str) -> None:
 async def scripted(peer: RawPeer, replies: list[dict[str, Any]], seen: list[dict[str, Any]]) -> None:
     """A fake modern server: answers each request with the next reply."""
     for reply in replies:
-        message = await peer.receive(timeout=5)
+        try:
+            message = await peer.receive(timeout=5)
+        except anyio.EndOfStream:  # the client closed the connection
+            return
         seen.append(message)
         await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": reply})
 
