@@ -14,6 +14,7 @@ direction and capability checks) belongs to the subclasses, which read the gener
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import logging
 import math
@@ -24,6 +25,7 @@ from typing import Any
 import anyio
 import pydantic_core
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .errors import (
     INTERNAL_ERROR,
@@ -83,6 +85,10 @@ class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Any = None
     error: McpError | None = None
+    barrier: int = 0  # callbacks queued before the response arrived
+
+
+_IN_CALLBACK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcpgen_in_callback", default=False)
 
 
 class Session:
@@ -106,11 +112,11 @@ class Session:
         self._progress: dict[RequestId, ProgressCallback] = {}
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
-        self._closed = anyio.Event()
-        self._started = anyio.Event()
-        self._deferred_send, self._deferred_receive = anyio.create_memory_object_stream[
-            tuple[Callable[..., Awaitable[Any] | Any], tuple[Any, ...]]
-        ](math.inf)
+        self._is_closed = False
+        self._deferred: MemoryObjectSendStream[tuple[Callable[..., Any], tuple[Any, ...]]] | None = None
+        self._deferred_queued = 0
+        self._deferred_done = 0
+        self._deferred_waiters: list[tuple[int, anyio.Event]] = []
         self.bad_frames = 0  # messages from the peer that were not JSON-RPC at all
 
     # -- hooks for subclasses --------------------------------------------------------------
@@ -133,14 +139,12 @@ class Session:
 
     @property
     def closed(self) -> bool:
-        return self._closed.is_set()
+        return self._is_closed
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read and dispatch messages until the transport closes."""
         async with anyio.create_task_group() as tg:
             self._task_group = tg
-            tg.start_soon(self._run_deferred)
-            self._started.set()
             task_status.started()
             try:
                 async for frame in self.transport.receive:
@@ -149,7 +153,8 @@ class Session:
                 pass
             finally:
                 self._close_pending()
-                self._deferred_send.close()
+                if self._deferred is not None:
+                    self._deferred.close()
                 for incoming in list(self._in_flight.values()):
                     incoming.cancel_scope.cancel()
         self._task_group = None
@@ -157,32 +162,64 @@ class Session:
     def defer(self, callback: Callable[..., Awaitable[Any] | Any], *args: Any) -> None:
         """Run user code (a notification callback) after the reader, in order, on one worker task:
         the reader never waits on it, so the callback may itself make requests on this session."""
+        if self._deferred is None:  # started on first use: most sessions never need it
+            if self._task_group is None or self._is_closed:
+                return
+            self._deferred, pending = anyio.create_memory_object_stream[tuple[Callable[..., Any], tuple[Any, ...]]](
+                math.inf
+            )
+            self._task_group.start_soon(self._run_deferred, pending)
         try:
-            self._deferred_send.send_nowait((callback, args))
+            self._deferred.send_nowait((callback, args))
+            self._deferred_queued += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
 
-    async def _run_deferred(self) -> None:
-        async with self._deferred_receive:
-            async for callback, args in self._deferred_receive:
+    async def _run_deferred(
+        self, pending: MemoryObjectReceiveStream[tuple[Callable[..., Any], tuple[Any, ...]]]
+    ) -> None:
+        _IN_CALLBACK.set(True)  # this task's requests need not wait for callbacks (they are the callbacks)
+        async with pending:
+            async for callback, args in pending:
                 try:
                     outcome = callback(*args)
                     if outcome is not None and hasattr(outcome, "__await__"):
                         await outcome
                 except Exception:
                     log.exception("a notification callback failed")
+                finally:
+                    self._deferred_done += 1
+                    for target, event in list(self._deferred_waiters):
+                        if target <= self._deferred_done:
+                            event.set()
+
+    async def _catch_up(self, barrier: int) -> None:
+        """Wait until the callbacks of notifications that arrived before a response have run,
+        so a call returns after, say, its log messages were delivered."""
+        if barrier <= self._deferred_done or _IN_CALLBACK.get() or self._is_closed:
+            return
+        event = anyio.Event()
+        entry = (barrier, event)
+        self._deferred_waiters.append(entry)
+        try:
+            with anyio.move_on_after(30):
+                await event.wait()
+        finally:
+            self._deferred_waiters.remove(entry)
 
     def _close_pending(self) -> None:
-        if self._closed.is_set():
+        if self._is_closed:
             return
-        self._closed.set()
+        self._is_closed = True
+        for _, event in self._deferred_waiters:
+            event.set()
         for pending in self._pending.values():
             pending.error = ConnectionClosed(f"the connection closed before {pending.method} was answered")  # type: ignore[assignment]
             pending.done.set()
         self.on_closed()
 
     async def send_message(self, message: Mapping[str, Any]) -> None:
-        if self._closed.is_set():
+        if self._is_closed:
             raise ConnectionClosed("the connection is closed")
         try:
             await self.transport.send.send(dumps(message))
@@ -246,12 +283,13 @@ class Session:
             self._pending.pop(request_id, None)
             if token is not None:
                 self._progress.pop(token, None)
+        await self._catch_up(pending.barrier)
         if pending.error is not None:
             raise pending.error
         return pending.result
 
     async def _cancel_remote(self, request_id: RequestId, method: str, reason: str) -> None:
-        if self._closed.is_set() or not self.can_cancel(method):
+        if self._is_closed or not self.can_cancel(method):
             return
         try:
             await self.send_notification("notifications/cancelled", {"requestId": request_id, "reason": reason})
@@ -340,6 +378,7 @@ class Session:
         if pending is None:
             log.debug("ignored a response to unknown or finished request %r", request_id)
             return
+        pending.barrier = self._deferred_queued
         if "error" in message:
             pending.error = McpError.from_error(message["error"])
         elif "result" in message:
