@@ -154,23 +154,9 @@ class ClientSession(Session):
                 ):
                     raise InvalidParams(f"{request.method}: this client did not declare {path}")
                 raise MethodNotFound(f"method not found: {request.method} (this client does not declare {path})")
-        handler = self.client.request_handlers.get(request.method)
-        if handler is None:
+        if request.method not in self.client.request_handlers:
             raise MethodNotFound(f"method not found: {request.method}")
-        try:
-            params = spec.parse_params(request.params)
-        except ValidationError as exc:
-            raise InvalidParams(f"invalid params for {request.method}: {validation_detail(exc)}") from None
-        result = await _maybe_await(handler(params))
-        if isinstance(result, BaseModel):
-            result = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        try:
-            spec.parse_result(result)
-        except ValidationError as exc:
-            raise McpError(
-                f"the client produced an invalid {request.method} result: {validation_detail(exc)}"
-            ) from None
-        return result
+        return await self.client.answer(spec, request.params)
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
         params = params or {}
@@ -657,23 +643,31 @@ class Client:
                     f"input request {key!r}: the server asked for {method}, which this client did not declare "
                     f"({spec.capability.path_for(params)})"
                 )
-            handler = self.request_handlers.get(method)
-            if handler is None:
+            if method not in self.request_handlers:
                 raise MissingInputHandler(f"input request {key!r}: no handler for {method}")
-            parsed = spec.parse_params(params)
-            value = await _maybe_await(handler(parsed))
-            if isinstance(value, BaseModel):
-                value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
-            try:
-                spec.parse_result(value)
-            except ValidationError as exc:
-                raise ProtocolError(
-                    f"the {method} handler returned an invalid result: {validation_detail(exc)}"
-                ) from None
-            answers[key] = value
+            answers[key] = await self.answer(spec, params)
 
         await gather([functools.partial(answer, key, request) for key, request in requests.items()])
         return answers
+
+    async def answer(self, spec: Any, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run this client's handler for a server->client request or an input request (one path
+        for both eras): validate the params, call the handler, validate what it returns."""
+        try:
+            parsed = spec.parse_params(params)
+        except ValidationError as exc:
+            raise InvalidParams(f"invalid params for {spec.method}: {validation_detail(exc)}") from None
+        value = await _maybe_await(self.request_handlers[spec.method](parsed))
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        try:
+            spec.parse_result(value)
+        except ValidationError as exc:
+            raise ProtocolError(
+                f"the {spec.method} handler returned an invalid result: {validation_detail(exc)}"
+            ) from None
+        result: dict[str, Any] = value
+        return result
 
     async def retry(
         self, method: str, params: Mapping[str, Any] | None, result: Any, responses: Mapping[str, Any]

@@ -210,12 +210,12 @@ async def _stop(process: Process, timeout: float) -> None:
         await process.wait()
 
 
-class _FileReceive(ByteReceiveStream):
-    """This process's stdin as a byte stream.
+class _Fd:
+    """A descriptor of this process (stdin or stdout) used without blocking.
 
-    On POSIX the descriptor is made non-blocking and read when the event loop says it is
-    readable, so nothing blocks in a thread: the process can exit whenever serving ends, even
-    while the client keeps stdin open. Elsewhere a worker thread reads.
+    On POSIX it is made non-blocking and waited on through the event loop, so nothing blocks
+    in a thread: the process can exit whenever serving ends, even while the client keeps the
+    pipe open. Elsewhere a worker thread does the blocking call. `close` restores the mode.
     """
 
     def __init__(self, fd: int) -> None:
@@ -224,6 +224,15 @@ class _FileReceive(ByteReceiveStream):
         self._was_blocking = os.get_blocking(fd) if self._polled else True
         if self._polled:
             os.set_blocking(fd, False)
+
+    def close(self) -> None:
+        if self._polled and self._was_blocking:
+            with suppress(OSError):
+                os.set_blocking(self._fd, True)
+
+
+class _FileReceive(_Fd, ByteReceiveStream):
+    """This process's stdin as a byte stream."""
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         while True:
@@ -240,20 +249,11 @@ class _FileReceive(ByteReceiveStream):
             return data
 
     async def aclose(self) -> None:
-        if self._polled and self._was_blocking:
-            with suppress(OSError):
-                os.set_blocking(self._fd, True)
+        self.close()
 
 
-class _FileSend(ByteSendStream):
-    """This process's stdout as a byte stream (non-blocking on POSIX, as `_FileReceive`)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._polled = os.name == "posix"
-        self._was_blocking = os.get_blocking(fd) if self._polled else True
-        if self._polled:
-            os.set_blocking(fd, False)
+class _FileSend(_Fd, ByteSendStream):
+    """This process's stdout as a byte stream."""
 
     async def send(self, item: bytes) -> None:
         view = memoryview(item)
@@ -269,9 +269,7 @@ class _FileSend(ByteSendStream):
             view = view[written:]
 
     async def aclose(self) -> None:
-        if self._polled and self._was_blocking:
-            with suppress(OSError):
-                os.set_blocking(self._fd, True)
+        self.close()
 
 
 @asynccontextmanager
