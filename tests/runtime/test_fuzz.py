@@ -1,0 +1,115 @@
+"""Whatever bytes arrive, the server answers or ignores them and keeps serving (hypothesis)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from helpers import meta, raw_server
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcpgen.runtime import RequestContext, Server
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+methods = st.sampled_from(
+    [
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "prompts/get",
+        "resources/read",
+        "server/discover",
+        "subscriptions/listen",
+        "notifications/cancelled",
+        "notifications/initialized",
+        "completion/complete",
+        "x/y",
+    ]
+)
+messages = st.fixed_dictionaries(
+    {"jsonrpc": st.sampled_from(["2.0", "1.0", None]), "method": methods},
+    optional={
+        "id": st.one_of(st.integers(-5, 5), st.text(max_size=3), st.none(), st.booleans()),
+        "params": json_values,
+    },
+)
+modern_calls = st.fixed_dictionaries(
+    {
+        "jsonrpc": st.just("2.0"),
+        "id": st.integers(1000, 2000),
+        "method": methods,
+        "params": st.fixed_dictionaries(
+            {"_meta": st.just(meta())},
+            optional={
+                "name": json_values,
+                "arguments": json_values,
+                "uri": json_values,
+                "cursor": json_values,
+                "requestState": json_values,
+                "inputResponses": json_values,
+            },
+        ),
+    },
+)
+frames = st.one_of(
+    st.binary(max_size=60),
+    messages.map(lambda m: json.dumps({k: v for k, v in m.items() if v is not None}).encode()),
+    modern_calls.map(lambda m: json.dumps(m).encode()),
+    json_values.map(lambda v: json.dumps(v).encode()),
+)
+
+
+def make_server() -> Server:
+    server = Server("fuzz", page_size=1)
+
+    @server.tool()
+    def echo(text: str = "") -> str:
+        return text
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        return name
+
+    @server.resource("mem://{x}")
+    def thing(x: str) -> str:
+        return x
+
+    @server.tool()
+    async def ask(ctx: RequestContext) -> str:
+        from mcpgen.runtime.mrtr import elicit
+
+        if ctx.input_response("q") is None:
+            return ctx.input_required(q=elicit("?", {"type": "object", "properties": {"a": {"type": "string"}}}))
+        return "ok"
+
+    return server
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(batch=st.lists(frames, min_size=1, max_size=8))
+def test_random_frames_never_break_the_server(batch: list[bytes]) -> None:
+    async def main() -> None:
+        async with raw_server(make_server(), max_message_bytes=4096) as peer:
+            for frame in batch:
+                await peer.send_raw(frame)
+            probe: dict[str, Any] = {
+                "jsonrpc": "2.0",
+                "id": "probe",
+                "method": "tools/call",
+                "params": {"_meta": meta(), "name": "echo", "arguments": {"text": "alive"}},
+            }
+            await peer.send(probe)
+            with anyio.fail_after(5):
+                while True:
+                    reply = await peer.receive()
+                    if reply.get("id") == "probe":
+                        break
+            assert reply["result"]["content"] == [{"type": "text", "text": "alive"}]
+
+    anyio.run(main)
