@@ -113,3 +113,33 @@ def test_random_frames_never_break_the_server(batch: list[bytes]) -> None:
             assert reply["result"]["content"] == [{"type": "text", "text": "alive"}]
 
     anyio.run(main)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(batch=st.lists(frames, min_size=1, max_size=8))
+def test_random_frames_never_break_the_client(batch: list[bytes]) -> None:
+    from helpers import RawPeer
+
+    from mcpgen.runtime import Client, memory_pair
+
+    async def main() -> None:
+        client_end, server_end = memory_pair(max_message_bytes=4096)
+        peer = RawPeer(server_end)
+        async with Client(client_end, mode="2026-07-28", request_timeout=5) as client:
+            for frame in batch:
+                await peer.send_raw(frame)
+
+            async def answer() -> None:
+                while True:
+                    message = await peer.receive()
+                    if message.get("method") == "tools/list":
+                        result = {"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "private"}
+                        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                        return
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(answer)
+                with anyio.fail_after(5):
+                    assert (await client.list_tools()).tools == []
+
+    anyio.run(main)
