@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 import anyio
-from helpers import meta, raw_server
+from helpers import RawPeer, meta, raw_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcpgen.runtime import RequestContext, Server
+from mcpgen.runtime import Client, RequestContext, Server, memory_pair
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=10),
@@ -118,10 +118,6 @@ def test_random_frames_never_break_the_server(batch: list[bytes]) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(batch=st.lists(frames, min_size=1, max_size=8))
 def test_random_frames_never_break_the_client(batch: list[bytes]) -> None:
-    from helpers import RawPeer
-
-    from mcpgen.runtime import Client, memory_pair
-
     async def main() -> None:
         client_end, server_end = memory_pair(max_message_bytes=4096)
         peer = RawPeer(server_end)
