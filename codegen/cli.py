@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from .errors import GenerationError, PinError
-from .loader import DATED_VERSION
+from .versioning import version_key
 
 CODEGEN_DIR = Path(__file__).parent
 REPO_SCHEMA_DIR = CODEGEN_DIR.parent / "schema"
@@ -34,11 +34,14 @@ def _default_schema_dir() -> Path:
 
 
 def _data_dir(schema_dir: Path, explicit: Path | None) -> Path:
+    """Fix rules and table data: --data-dir, else the schema folder if it has them, else the
+    project's `schema/` (beside `codegen/` in a checkout and in an installed wheel)."""
+    for candidate in (explicit, schema_dir, REPO_SCHEMA_DIR):
+        if candidate is not None and (candidate / DATA_MARKER).is_file():
+            return candidate
     if explicit is not None:
-        return explicit
-    if (schema_dir / DATA_MARKER).is_file():
-        return schema_dir
-    return REPO_SCHEMA_DIR
+        raise GenerationError(f"{explicit} has no {DATA_MARKER}: it is not an mcpgen data folder")
+    raise GenerationError(f"no data folder with {DATA_MARKER} found; pass --data-dir")
 
 
 def _default_out(schema_dir: Path) -> Path:
@@ -117,7 +120,9 @@ def _versions_in(schema_dir: Path) -> list[str]:
         return [p.version for p in read_pins(schema_dir)]
     if not schema_dir.is_dir():
         raise GenerationError(f"schema folder {schema_dir} does not exist")
-    return sorted(p.name for p in schema_dir.iterdir() if DATED_VERSION.match(p.name) and (p / "schema.json").is_file())
+    return sorted(
+        p.name for p in schema_dir.iterdir() if version_key(p.name) is not None and (p / "schema.json").is_file()
+    )
 
 
 @main.command()
@@ -129,6 +134,7 @@ def _versions_in(schema_dir: Path) -> list[str]:
 )
 @click.option("--force", is_flag=True, help="Regenerate even when nothing changed.")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
+@click.option("--no-pin-check", is_flag=True, help="Generate even from files that differ from their pins.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
 def generate(
     schema_dir: Path | None,
@@ -137,16 +143,21 @@ def generate(
     data_dir: Path | None,
     force: bool,
     jobs: int | None,
+    no_pin_check: bool,
     quiet: bool,
 ) -> None:
     """Generate models and dispatch tables for every pinned version (or the --version ones)."""
     from .generate import generate as do_generate
+    from .sync import read_pins
 
     root = schema_dir or _default_schema_dir()
     try:
         wanted = list(versions) or _versions_in(root)
         if not wanted:
             raise GenerationError(f"no versions found in {root}")
+        pins = {}
+        if not no_pin_check and (root / "versions.toml").is_file():
+            pins = {p.version: p.sha256 for p in read_pins(root)}
         report = do_generate(
             root,
             out or _default_out(root),
@@ -155,6 +166,7 @@ def generate(
             prune=not versions,
             force=force,
             jobs=jobs,
+            pins=pins,
         )
     except (PinError, GenerationError) as exc:
         _fail(exc)
@@ -162,11 +174,11 @@ def generate(
     click.echo("\n".join(lines[-1:] if quiet else lines))
 
 
-def _protocol(version: str, schema_dir: Path | None, data_dir: Path | None) -> Any:
+def _protocol(version: str, schema_dir: Path | None, data_dir: Path | None, *, fixes: bool = True) -> Any:
     from .generate import load_protocol
 
     root = schema_dir or _default_schema_dir()
-    return load_protocol(root, version, _data_dir(root, data_dir))
+    return load_protocol(root, version, _data_dir(root, data_dir), fixes=fixes)
 
 
 @main.command()
@@ -214,11 +226,14 @@ def methods(version: str, schema_dir: Path | None, data_dir: Path | None, as_jso
 @click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def diff(old: str, new: str, schema_dir: Path | None, data_dir: Path | None, as_json: bool) -> None:
-    """What changed from OLD to NEW: methods, defs and fields."""
+    """What changed from OLD to NEW, as upstream wrote them: methods, defs and fields."""
     from .diff import diff_protocols, format_diff
 
     try:
-        result = diff_protocols(_protocol(old, schema_dir, data_dir), _protocol(new, schema_dir, data_dir))
+        # the protocol as upstream wrote it: the fix rules are mcpgen's, not a change between versions
+        result = diff_protocols(
+            _protocol(old, schema_dir, data_dir, fixes=False), _protocol(new, schema_dir, data_dir, fixes=False)
+        )
     except GenerationError as exc:
         _fail(exc)
     click.echo(json.dumps(result, indent=2) if as_json else format_diff(result))

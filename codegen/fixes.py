@@ -5,7 +5,8 @@ repairs), never by protocol version or class name, and edits the matched node wi
 operations. Each run reports which rules applied where; a rule that matches nothing is reported,
 not fatal, so an upstream fix simply turns a rule into a no-op.
 
-Pattern language (used by `when`, `unless` and `context.when`):
+Pattern language (used by `when`, `unless` and `context.when`; `unless` may also be a list of
+patterns, any of which excludes a node):
 
 - a table matches a JSON object that has every listed key with a matching value;
 - an array matches an array of the same length, element by element;
@@ -163,6 +164,11 @@ def matches(pattern: Any, node: Any) -> bool:
     return bool(pattern == node)
 
 
+def _alternatives(pattern: Any) -> list[Any]:
+    """`unless` may list several patterns: any one of them excludes the node."""
+    return pattern if isinstance(pattern, list) else [pattern]
+
+
 def _glob_match(glob: list[str], path: list[str]) -> bool:
     if not glob:
         return not path
@@ -235,7 +241,7 @@ def apply_fixes(doc: SchemaDocument, rules: list[FixRule]) -> tuple[SchemaDocume
                 continue
             if rule.when is not None and not matches(rule.when, node):
                 continue
-            if rule.unless is not None and matches(rule.unless, node):
+            if rule.unless is not None and any(matches(p, node) for p in _alternatives(rule.unless)):
                 continue
             if rule.context is not None:
                 up = rule.context.up

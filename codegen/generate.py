@@ -32,7 +32,7 @@ from .versioning import module_name, sort_versions
 
 CODEGEN_DIR = Path(__file__).parent
 TEMPLATES = CODEGEN_DIR / "templates"
-DATA_FILES = ("fixes.toml", "gates.toml", "deprecations.toml", "results.toml")
+DATA_FILES = ("fixes.toml", "roles.toml", "gates.toml", "deprecations.toml", "results.toml")
 MANIFEST = "manifest.json"
 LINE_LENGTH = 100
 
@@ -149,7 +149,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         source=str(doc.file),
         files={"__init__.py": init, "models.py": models, "methods.py": methods},
         fix_lines=_fix_lines(report),
-        warnings=protocol.warnings,
+        warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
     )
 
@@ -158,11 +158,13 @@ def _fix_lines(report: FixReport) -> list[str]:
     return report.lines()
 
 
-def load_protocol(schema_dir: Path, version: str, data_dir: Path) -> Protocol:
-    """The IR of one version (for `methods` and `diff`), without generating code."""
+def load_protocol(schema_dir: Path, version: str, data_dir: Path, *, fixes: bool = True) -> Protocol:
+    """The IR of one version, without generating code: with the fix rules applied (what the
+    generated code does, for `methods`) or as upstream wrote it (`fixes=False`, for `diff`)."""
     doc = load_schema(schema_dir, version)
-    fixed, _ = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
-    return build_protocol(normalize(fixed), load_overlay(data_dir))
+    if fixes:
+        doc, _ = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
+    return build_protocol(normalize(doc), load_overlay(data_dir))
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -209,11 +211,13 @@ def generate(
     prune: bool = False,
     force: bool = False,
     jobs: int | None = None,
+    pins: dict[str, str] | None = None,
 ) -> GenerateReport:
     """Generate `versions` from `schema_dir` into `out`.
 
     With `prune`, versions generated earlier but not listed now are removed (used when
-    generating every pinned version). Unchanged versions are skipped unless `force`.
+    generating every pinned version). Unchanged versions are skipped unless `force`. `pins`
+    (version -> sha256) refuses a schema file that differs from its pin.
     """
     started = time.perf_counter()
     for v in versions:
@@ -231,7 +235,16 @@ def generate(
         schema_path = schema_dir / v / "schema.json"
         if not schema_path.is_file():
             raise GenerationError(f"no schema for version {v} (expected {schema_path})", file=schema_path)
-        keys[v] = hashlib.sha256(schema_path.read_bytes() + fingerprint.encode()).hexdigest()
+        raw = schema_path.read_bytes()
+        pinned = (pins or {}).get(v)
+        if pinned is not None and hashlib.sha256(raw).hexdigest() != pinned:
+            raise GenerationError(
+                f"the schema file has sha256 {hashlib.sha256(raw).hexdigest()}, but it is pinned at {pinned}: "
+                "it changed since `mcpgen sync`. Sync again, or review and re-pin (`mcpgen sync --update-pins`); "
+                "--no-pin-check generates anyway",
+                file=schema_path,
+            )
+        keys[v] = hashlib.sha256(raw + fingerprint.encode()).hexdigest()
         if force or not _up_to_date(out, entries.get(v), keys[v]):
             todo.append(v)
 
@@ -260,10 +273,14 @@ def generate(
                 "sha256": b.sha256,
                 "module": pkg,
                 "files": {rel: _sha(text) for rel, text in files.items()},
+                "report": {"fixes": b.fix_lines, "warnings": b.warnings},
             }
             outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
-        else:
-            outcomes.append(VersionOutcome(v, "unchanged"))
+        else:  # the report of the run that made these files still holds
+            report = entries[v].get("report") or {}
+            outcomes.append(
+                VersionOutcome(v, "unchanged", list(report.get("fixes", [])), list(report.get("warnings", [])))
+            )
 
     removed = []
     if prune:

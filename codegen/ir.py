@@ -3,10 +3,11 @@
 Both emitters (models and tables) and `diff` read this, never the raw JSON.
 
 Derivation (digest §5.3/§5.4), all by rule:
-- methods come from role-union membership: `ClientRequest` / `ServerRequest` /
-  `ClientNotification` / `ServerNotification` give kind and direction (both unions -> both
-  ways), `InputRequest` gives input requests embedded in results. A union may be an `anyOf`,
-  a single `$ref`, or an object def that is itself the one member.
+- methods come from role-union membership (the unions are named in `schema/roles.toml`:
+  `ClientRequest` / `ServerRequest` / `ClientNotification` / `ServerNotification` give kind and
+  direction, both unions -> both ways; `InputRequest` gives input requests embedded in
+  results). A union may be an `anyOf`, a single `$ref`, or an object def that is itself the
+  one member.
 - the method string is the member's `method` const; a method reached through two defs is kept
   once, preferring the named member def over a role union that is an object.
 - params: the member's `params` ref, required iff listed in `required`.
@@ -37,15 +38,6 @@ BOTH = "both"
 REQUEST = "request"
 NOTIFICATION = "notification"
 INPUT_REQUEST = "input_request"
-
-# role union def -> (kind, direction)
-ROLE_UNIONS: dict[str, tuple[str, str]] = {
-    "ClientRequest": (REQUEST, CLIENT_TO_SERVER),
-    "ServerRequest": (REQUEST, SERVER_TO_CLIENT),
-    "ClientNotification": (NOTIFICATION, CLIENT_TO_SERVER),
-    "ServerNotification": (NOTIFICATION, SERVER_TO_CLIENT),
-    "InputRequest": (INPUT_REQUEST, SERVER_TO_CLIENT),
-}
 
 
 @dataclass(frozen=True)
@@ -278,19 +270,23 @@ def build_protocol(norm: Normalized, overlay: Overlay) -> Protocol:
     defs = doc.defs
     version = doc.version
     warnings: list[str] = []
+    where = f"{version}/schema.json"  # not the absolute path: warnings are kept in the manifest
 
     # method -> (def, kinds, directions, is-union-object)
     seen: dict[str, dict[str, Any]] = {}
-    for union, (kind, direction) in ROLE_UNIONS.items():
+    if not any(role.union in defs for role in overlay.roles):
+        warnings.append(
+            f"{where}: none of the role unions ({', '.join(r.union for r in overlay.roles)}) is defined: no methods"
+        )
+    for role in overlay.roles:
+        union, kind, direction = role.union, role.kind, role.direction
         if union not in defs:
             continue
         for member, is_union_object in _union_members(defs, union):
             node = defs.get(member)
             method = _method_const(node)
             if method is None:
-                warnings.append(
-                    f"{doc.file}#{join_pointer(DEFS, union)}: member {member} has no `method` const; skipped"
-                )
+                warnings.append(f"{where}#{join_pointer(DEFS, union)}: member {member} has no `method` const; skipped")
                 continue
             entry = seen.setdefault(method, {"defs": [], "kinds": set(), "directions": set()})
             entry["defs"].append((member, is_union_object))
@@ -311,7 +307,7 @@ def build_protocol(norm: Normalized, overlay: Overlay) -> Protocol:
         params_schema = _props(node).get("params")
         params = _ref_of(params_schema)
         if params_schema is not None and params is None:
-            warnings.append(f"{doc.file}#{join_pointer(DEFS, message, 'properties', 'params')}: params not a ref")
+            warnings.append(f"{where}#{join_pointer(DEFS, message, 'properties', 'params')}: params not a ref")
         params_required = "params" in node.get("required", [])
 
         result: list[str] = []

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GenerationError, join_pointer, unescape_pointer_token
+from .versioning import version_key
 
 DATED_VERSION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DEFS = "$defs"
@@ -60,8 +61,8 @@ def schema_file(schema_dir: Path, version: str) -> Path:
 
 
 def check_version_string(version: str) -> None:
-    if not DATED_VERSION.match(version):
-        raise GenerationError(f"version {version!r} is not a dated version (YYYY-MM-DD)")
+    if version_key(version) is None:
+        raise GenerationError(f"version {version!r} is not a dated version (a real YYYY-MM-DD date)")
 
 
 def load_schema(schema_dir: Path, version: str) -> SchemaDocument:

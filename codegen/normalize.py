@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import join_pointer
+from .errors import GenerationError, join_pointer
 from .loader import DEFS, REF_PREFIX, SchemaDocument, make_ref, ref_name
 
 # Keywords whose value is one subschema, and those whose value maps names to subschemas,
@@ -56,6 +56,10 @@ class Normalized:
     discriminators: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
     # defs that accept every JSON value, emitted as `Any` (JSON parsing already guarantees JSON)
     any_json: list[str] = field(default_factory=list)
+    # def name -> "forbid" for closed objects (additionalProperties: false); the default is "allow"
+    extra: dict[str, str] = field(default_factory=dict)
+    # schema keywords the models do not enforce, with where they are
+    warnings: list[str] = field(default_factory=list)
 
 
 def pascal(token: str) -> str:
@@ -78,13 +82,58 @@ def normalize(doc: SchemaDocument) -> Normalized:
     defs = out.defs
     norm = Normalized(out)
     _clean_descriptions(defs)
-    _merge_all_of_everywhere(defs)
+    try:
+        _merge_all_of_everywhere(defs)
+    except GenerationError as exc:
+        raise GenerationError(exc.message, file=doc.file, pointer=exc.pointer) from None
     _copy_ref_aliases(defs)
     norm.any_json = _collapse_any_json(defs)
     _hoist_inline_objects(norm)
     _lift_require_any_of(norm)
     _add_discriminators(norm)
+    for name, node in defs.items():
+        if isinstance(node, dict) and node.get("additionalProperties") is False:
+            norm.extra[name] = "forbid"
+    norm.warnings = [*norm.warnings, *_unenforced(defs)]
     return norm
+
+
+# Keywords datamodel-code-generator drops: the models accept what these would refuse.
+UNENFORCED = (
+    "not",
+    "if",
+    "then",
+    "else",
+    "uniqueItems",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "contains",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+)
+
+
+def _unenforced(defs: dict[str, Any]) -> list[str]:
+    found: list[str] = []
+
+    def visit(node: Any, pointer: tuple[str, ...]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in UNENFORCED and not (key == "uniqueItems" and value is False):
+                    found.append(f"{join_pointer(*pointer, key)}: `{key}` is not enforced by the models")
+                if key in ("properties", *_MAP) and isinstance(value, dict):
+                    for k, v in value.items():
+                        visit(v, (*pointer, key, k))
+                elif key in (*_ONE, *_LIST, "items") and isinstance(value, (dict, list)):
+                    visit(value, (*pointer, key))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                visit(value, (*pointer, str(i)))
+
+    for name, node in defs.items():
+        visit(node, (DEFS, name))
+    return sorted(found)
 
 
 # -- descriptions ------------------------------------------------------------------------
@@ -155,6 +204,8 @@ def _merge_objects(defs: dict[str, Any], members: list[Any]) -> dict[str, Any]:
                 req.extend(r for r in value if r not in req)
             elif key == "description" and "description" in merged:
                 continue
+            elif key in ("anyOf", "oneOf") and key in merged and merged[key] != value:
+                raise GenerationError(f"allOf members that both constrain with `{key}` cannot be merged")
             else:
                 merged[key] = value
     return merged
@@ -187,7 +238,10 @@ def _merge_all_of_everywhere(defs: dict[str, Any]) -> None:
         return sub
 
     for name in list(defs):
-        defs[name] = visit(defs[name])
+        try:
+            defs[name] = visit(defs[name])
+        except GenerationError as exc:
+            raise GenerationError(exc.message, pointer=join_pointer(DEFS, name)) from None
 
 
 # -- any JSON value ------------------------------------------------------------------------
@@ -267,17 +321,23 @@ def _copy_ref_aliases(defs: dict[str, Any]) -> None:
 # -- hoisting ------------------------------------------------------------------------------
 
 
-def _branch_name(branch: Any, index: int) -> str:
+def _branch_name(branch: Any, index: int, siblings: list[Any]) -> str:
+    """A union branch's name: its const tag, its title, or the required property only it has;
+    a number only when nothing tells the branches apart."""
     if isinstance(branch, dict):
+        required = branch.get("required", [])
         for pname, pschema in sorted((branch.get("properties") or {}).items()):
-            if (
-                isinstance(pschema, dict)
-                and isinstance(pschema.get("const"), str)
-                and pname in branch.get("required", [])
-            ):
+            if isinstance(pschema, dict) and isinstance(pschema.get("const"), str) and pname in required:
                 return pascal(pschema["const"])
         if isinstance(branch.get("title"), str):
             return pascal(branch["title"])
+        others: set[str] = set()
+        for other in siblings:
+            if other is not branch and isinstance(other, dict):
+                others.update(other.get("required", []))
+        own = sorted(set(required) - others)
+        if own:
+            return "With" + pascal(own[0])
     return f"Option{index + 1}"
 
 
@@ -288,11 +348,15 @@ def _hoist_inline_objects(norm: Normalized) -> None:
     origin: dict[str, tuple[str, ...]] = {name: (DEFS, name) for name in defs}
 
     def new_name(base: str) -> str:
+        """The path name; on a clash with a def, `Inline` is added (and reported), never a bare number."""
         name = base
-        n = 2
-        while name in taken:
-            name = f"{base}{n}"
-            n += 1
+        if name in taken:
+            name = base + "Inline"
+            n = 2
+            while name in taken:
+                name = f"{base}Inline{n}"
+                n += 1
+            norm.warnings.append(f"inline object {base} is named {name}: a def already has its path name")
         taken.add(name)
         return name
 
@@ -320,7 +384,7 @@ def _hoist_inline_objects(norm: Normalized) -> None:
                 node[key] = visit(sub, owner, suffix + pascal(key), (*pointer, key), False)
             elif key in _LIST and isinstance(sub, list):
                 node[key] = [
-                    visit(v, owner, suffix + _branch_name(v, i), (*pointer, key, str(i)), False)
+                    visit(v, owner, suffix + _branch_name(v, i, sub), (*pointer, key, str(i)), False)
                     for i, v in enumerate(sub)
                 ]
         return node

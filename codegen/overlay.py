@@ -1,5 +1,6 @@
 """What the schema cannot say, read from small data files in `schema/`.
 
+- `roles.toml`: the role unions (which def lists what each side sends).
 - `gates.toml`: the capability that gates each method (side and dotted path), optionally
   refined by a params value (elicitation mode), for the versions where it applies.
 - `deprecations.toml`: methods deprecated from a given version on.
@@ -62,7 +63,19 @@ class AugmentedResult:
 
 
 @dataclass(frozen=True)
+class RoleEntry:
+    union: str
+    kind: str
+    direction: str
+
+
+KINDS = ("request", "notification", "input_request")
+DIRECTIONS = ("client_to_server", "server_to_client")
+
+
+@dataclass(frozen=True)
 class Overlay:
+    roles: tuple[RoleEntry, ...] = ()
     gates: tuple[GateEntry, ...] = ()
     deprecations: tuple[DeprecationEntry, ...] = ()
     augmented_results: tuple[AugmentedResult, ...] = ()
@@ -118,6 +131,19 @@ def _need(raw: dict[str, Any], key: str, path: Path, where: str) -> str:
 
 
 def load_overlay(data_dir: Path) -> Overlay:
+    roles_file = data_dir / "roles.toml"
+    if not roles_file.is_file():
+        raise GenerationError("the role unions data file is missing", file=roles_file)
+    roles = []
+    for i, raw in enumerate(_read(roles_file).get("role", [])):
+        where = f"/role/{i}"
+        kind = _need(raw, "kind", roles_file, where)
+        direction = _need(raw, "direction", roles_file, where)
+        if kind not in KINDS or direction not in DIRECTIONS:
+            raise GenerationError(
+                f"kind must be one of {KINDS} and direction one of {DIRECTIONS}", file=roles_file, pointer=where
+            )
+        roles.append(RoleEntry(_need(raw, "union", roles_file, where), kind, direction))
     gates_file = data_dir / "gates.toml"
     deps_file = data_dir / "deprecations.toml"
     results_file = data_dir / "results.toml"
@@ -174,5 +200,5 @@ def load_overlay(data_dir: Path) -> Overlay:
                 until=raw.get("until"),
             )
         )
-    sources = tuple(str(p) for p in (gates_file, deps_file, results_file) if p.is_file())
-    return Overlay(tuple(gates), tuple(deprecations), tuple(augmented), sources)
+    sources = tuple(str(p) for p in (roles_file, gates_file, deps_file, results_file) if p.is_file())
+    return Overlay(tuple(roles), tuple(gates), tuple(deprecations), tuple(augmented), sources)

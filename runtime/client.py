@@ -558,13 +558,6 @@ class Client:
         """
         spec = self.spec(method)
         session = self._session()
-        if (
-            spec.capability is not None
-            and spec.capability.side in ("server", "receiver")
-            and self.server_capabilities is not None
-        ):
-            if not has_capability(self.server_capabilities, spec.capability.path):
-                raise CapabilityError(f"the server does not offer {spec.capability.path} (needed for {method})")
         if isinstance(params, BaseModel):
             params = params.model_dump(mode="json", by_alias=True, exclude_unset=True)
         body = dict(params) if params is not None else None
@@ -572,6 +565,17 @@ class Client:
             body = dict(body or {})
             extra = body.get("_meta")
             body["_meta"] = {**self._meta(session.version or ""), **(extra if isinstance(extra, dict) else {})}
+        gate = spec.capability
+        if gate is not None and gate.side in ("server", "receiver") and self.server_capabilities is not None:
+            if not gate_allows(self.server_capabilities, gate, body):
+                missing = [
+                    p
+                    for p in (gate.path_for(body), *gate.extra_paths(body))
+                    if not has_capability(self.server_capabilities, p)
+                ]
+                raise CapabilityError(
+                    f"the server does not offer {', '.join(missing) or gate.path} (needed for {method})"
+                )
         if body is not None or spec.params_required:
             try:
                 spec.parse_params(body)

@@ -710,7 +710,7 @@ class ServerSession(Session):
             raise MethodNotFound(f"method not found: {request.method} (protocol {version})")
         capabilities = self.server.capabilities()
         if spec.capability is not None and spec.capability.side in ("server", "receiver"):
-            if not has_capability(capabilities, spec.capability.path_for(request.params)):
+            if not gate_allows(capabilities, spec.capability, request.params):
                 raise MethodNotFound(
                     f"method not found: {request.method} (this server does not offer {spec.capability.path})"
                 )

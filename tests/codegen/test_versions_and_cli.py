@@ -187,3 +187,31 @@ def test_generate_prunes_versions_no_longer_pinned(tmp_path: Path, schema_dir: P
     assert report.removed == ["2025-11-25"]
     assert not (tmp_path / "v2025_11_25").exists()
     assert "'2025-11-25'" not in (tmp_path / "versions.py").read_text()
+
+
+def test_generate_refuses_a_file_that_differs_from_its_pin(tmp_path: Path, schema_dir: Path) -> None:
+    root = tmp_path / "schema"
+    (root / "2025-11-25").mkdir(parents=True)
+    original = (schema_dir / "2025-11-25" / "schema.json").read_bytes()
+    (root / "2025-11-25" / "schema.json").write_bytes(original.replace(b'"type": "object"', b'"type":  "object"', 1))
+    make_pins(root, hashlib.sha256(original).hexdigest())
+    result = CliRunner().invoke(
+        main, ["generate", "--schema-dir", str(root), "--out", str(tmp_path / "out"), "--data-dir", str(schema_dir)]
+    )
+    assert result.exit_code == 1
+    assert "pinned at" in result.output and "--update-pins" in result.output
+    assert not (tmp_path / "out" / "v2025_11_25").exists()
+    forced = CliRunner().invoke(
+        main,
+        [
+            "generate",
+            "--no-pin-check",
+            "--schema-dir",
+            str(root),
+            "--out",
+            str(tmp_path / "out"),
+            "--data-dir",
+            str(schema_dir),
+        ],
+    )
+    assert forced.exit_code == 0, forced.output

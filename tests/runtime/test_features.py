@@ -439,3 +439,10 @@ async def test_a_modern_client_refuses_server_requests() -> None:
         await peer.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
         reply = await peer.receive()
         assert reply["error"]["code"] == -32601
+
+
+async def test_task_augmented_calls_need_the_servers_task_support() -> None:
+    async with connected(make_server(), mode="legacy") as client:
+        with pytest.raises(CapabilityError, match=r"tasks\.requests\.tools\.call"):
+            await client.request("tools/call", {"name": "add", "arguments": {"a": 1}, "task": {"ttl": 1000}})
+        assert (await client.call_tool("add", {"a": 1})).structured_content == {"result": 11}

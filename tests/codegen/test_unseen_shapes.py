@@ -1,0 +1,175 @@
+"""Shapes the pinned schemas do not have, in a schema the generator has never seen."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from mcpgen.codegen.cli import main
+from pydantic import ValidationError
+
+VERSION = "2031-02-03"
+
+
+def schema() -> dict[str, Any]:
+    ref = lambda name: {"$ref": f"#/$defs/{name}"}  # noqa: E731
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {
+            "Closed": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False},
+            "Either": {
+                "type": "object",
+                "properties": {"a": {"type": "string"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["zzz"]}],
+            },
+            "Stamp": {
+                "type": "object",
+                "properties": {"at": {"type": "string", "format": "date-time"}},
+                "required": ["at"],
+            },
+            "Odd": {
+                "type": "object",
+                "properties": {
+                    "list": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+                    "json": {"type": "string"},
+                    "model_config": {"type": "integer"},
+                    "tags": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                        "propertyNames": {"pattern": "^[a-z]+$"},
+                    },
+                },
+            },
+            "PingRequest": {
+                "type": "object",
+                "properties": {
+                    "jsonrpc": {"const": "2.0", "type": "string"},
+                    "id": {"type": ["string", "integer"]},
+                    "method": {"const": "ping", "type": "string"},
+                    "params": {"type": "object", "properties": {"echo": ref("Stamp")}},
+                },
+                "required": ["jsonrpc", "id", "method"],
+            },
+            "ClientRequest": {"anyOf": [ref("PingRequest")]},
+            "Result": {"type": "object", "properties": {}, "additionalProperties": {}},
+            "EmptyResult": ref("Result"),
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModuleType, str, Path]]:
+    root = tmp_path_factory.mktemp("unseen")
+    (root / "schemas" / VERSION).mkdir(parents=True)
+    (root / "schemas" / VERSION / "schema.json").write_text(json.dumps(schema()))
+    out = root / "tree" / "unseen_mcp"
+    data = Path(__file__).resolve().parents[2] / "schema"
+    result = CliRunner().invoke(
+        main,
+        [
+            "generate",
+            "--schema-dir",
+            str(root / "schemas"),
+            "--out",
+            str(out),
+            "--version",
+            VERSION,
+            "--data-dir",
+            str(data),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    sys.path.insert(0, str(out.parent))
+    try:
+        yield importlib.import_module(f"{out.name}.v2031_02_03.models"), result.output, out
+    finally:
+        sys.path.remove(str(out.parent))
+
+
+def test_closed_objects_refuse_unknown_keys(generated: tuple[ModuleType, str, Path]) -> None:
+    models, _, _ = generated
+    assert models.Closed.model_validate({"a": "x"}).a == "x"
+    with pytest.raises(ValidationError):
+        models.Closed.model_validate({"a": "x", "b": 1})
+
+
+def test_at_least_one_of_with_an_undeclared_key(generated: tuple[ModuleType, str, Path]) -> None:
+    models, _, _ = generated
+    assert models.Either.model_validate({"zzz": 1}).model_extra == {"zzz": 1}
+    assert models.Either.model_validate({"a": "x"}).a == "x"
+    with pytest.raises(ValidationError, match="at least one of"):
+        models.Either.model_validate({"other": 1})
+
+
+def test_formats_stay_strings(generated: tuple[ModuleType, str, Path]) -> None:
+    models, _, _ = generated
+    stamp = "2026-01-01T00:00:00.000+02:00"
+    assert models.Stamp.model_validate({"at": stamp}).model_dump(mode="json")["at"] == stamp
+
+
+def test_awkward_property_names(generated: tuple[ModuleType, str, Path]) -> None:
+    models, _, _ = generated
+    data = {"list": [1, 2], "json": "j", "model_config": 3, "tags": {"a": "b"}}
+    assert models.Odd.model_validate(data).model_dump(mode="json", exclude_unset=True) == data
+
+
+def test_unenforced_keywords_are_reported(generated: tuple[ModuleType, str, Path]) -> None:
+    _, output, _ = generated
+    assert "/$defs/Odd/properties/list/uniqueItems: `uniqueItems` is not enforced" in output
+    assert "propertyNames" in output
+
+
+def test_the_table_comes_from_the_role_union(generated: tuple[ModuleType, str, Path]) -> None:
+    _, _, out = generated
+    methods = importlib.import_module(f"{out.name}.v2031_02_03.methods")
+    spec = methods.METHODS["ping"]
+    assert spec.params.__name__ == "PingRequestParams"
+    assert spec.result[0].__name__ == "EmptyResult"
+
+
+def test_generated_code_is_mypy_clean(generated: tuple[ModuleType, str, Path]) -> None:
+    _, _, out = generated
+    config = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(config),
+            "--no-incremental",
+            str(out / "v2031_02_03" / "models.py"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout
+
+
+def test_conflicting_all_of_constraints_are_an_error(tmp_path: Path) -> None:
+    bad = schema()
+    bad["$defs"]["Both"] = {"allOf": [{"anyOf": [{"required": ["a"]}]}, {"anyOf": [{"required": ["b"]}]}]}
+    (tmp_path / VERSION).mkdir()
+    (tmp_path / VERSION / "schema.json").write_text(json.dumps(bad))
+    result = CliRunner().invoke(
+        main,
+        [
+            "methods",
+            VERSION,
+            "--schema-dir",
+            str(tmp_path),
+            "--data-dir",
+            str(Path(__file__).resolve().parents[2] / "schema"),
+        ],
+    )
+    assert result.exit_code == 1 and "cannot be merged" in result.output
+    assert f"{VERSION}/schema.json#/$defs/Both" in result.output
