@@ -434,26 +434,13 @@ class Client:
                     await self._initialize(choice, exact=False)
                     return
                 raise NegotiationError(f"the server refused {probe} but lists it as supported") from exc
-            except McpError as exc:
-                if exc.code in MODERN_ERROR_CODES:
+            except (McpError, RequestTimeout) as exc:
+                if isinstance(exc, McpError) and exc.code in MODERN_ERROR_CODES:
                     raise NegotiationError(
                         f"the server is a modern server but refused server/discover: {exc}; "
                         "not falling back to initialize"
                     ) from exc
-                if not handshake:
-                    raise NegotiationError(
-                        f"the server is not a modern server ({exc}) and we support no handshake version"
-                    ) from exc
-                log.debug("server/discover failed (%s); falling back to initialize", exc)
-                await self._initialize(handshake[0], exact=False)
-                return
-            except RequestTimeout as exc:
-                if not handshake:
-                    raise NegotiationError(
-                        f"the server is not a modern server ({exc}) and we support no handshake version"
-                    ) from exc
-                log.debug("server/discover failed (%s); falling back to initialize", exc)
-                await self._initialize(handshake[0], exact=False)
+                await self._fall_back(handshake, exc)
                 return
             spec = self.protocol.methods(probe)["server/discover"]
             try:
@@ -461,9 +448,7 @@ class Client:
                 if not isinstance(raw, dict) or "resultType" not in raw:
                     raise ValueError("no resultType: not a modern server")
             except (ValidationError, ValueError) as exc:
-                if not handshake:
-                    raise NegotiationError(f"the server's server/discover result is invalid: {exc}") from exc
-                await self._initialize(handshake[0], exact=False)
+                await self._fall_back(handshake, exc)
                 return
             offered = [v for v in raw.get("supportedVersions", []) if isinstance(v, str)]
             choice = self.protocol.newest_mutual(offered, self.versions)
@@ -477,6 +462,15 @@ class Client:
                 await self._initialize(choice, exact=False)
             return
         raise NegotiationError("the server kept refusing the versions it listed as supported")
+
+    async def _fall_back(self, handshake: list[str], reason: Exception) -> None:
+        """Anything but a recognised modern answer to the probe means a handshake-era server."""
+        if not handshake:
+            raise NegotiationError(
+                f"the server is not a modern server ({reason}) and we support no handshake version"
+            ) from reason
+        log.debug("server/discover failed (%s); falling back to initialize", reason)
+        await self._initialize(handshake[0], exact=False)
 
     async def _initialize(self, version: str, *, exact: bool) -> None:
         session = self._session()
