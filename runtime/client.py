@@ -848,14 +848,9 @@ class Client:
         `sub.honoured` says what the server agreed to send."""
         session = self._session()
         uris = sorted(set(resource_uris))
+        kinds = [kind for flag, kind in ((tools, "tools"), (prompts, "prompts"), (resources, "resources")) if flag]
         if session.modern:
-            wanted: dict[str, Any] = {}
-            if tools:
-                wanted["toolsListChanged"] = True
-            if prompts:
-                wanted["promptsListChanged"] = True
-            if resources:
-                wanted["resourcesListChanged"] = True
+            wanted: dict[str, Any] = {f"{kind}ListChanged": True for kind in kinds}
             if uris:
                 wanted["resourceSubscriptions"] = uris
             spec = self.spec("subscriptions/listen")
@@ -894,10 +889,9 @@ class Client:
                 scope.cancel()  # sends notifications/cancelled for the listen request
             return
         caps = self.server_capabilities or {}
-        honoured: dict[str, Any] = {}
-        for flag, kind in ((tools, "tools"), (prompts, "prompts"), (resources, "resources")):
-            if flag and has_capability(caps, f"{kind}.listChanged"):
-                honoured[f"{kind}ListChanged"] = True
+        honoured: dict[str, Any] = {
+            f"{kind}ListChanged": True for kind in kinds if has_capability(caps, f"{kind}.listChanged")
+        }
         subscribed = []
         if uris and has_capability(caps, "resources.subscribe"):
             for uri in uris:

@@ -28,6 +28,11 @@ class Context:
     """Marker base: a handler parameter annotated with `Context` (or a subclass) receives the request context."""
 
 
+def _wire(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """A wire object: the required keys, plus each optional one that has a value."""
+    return {**required, **{key: value for key, value in optional.items() if value}}
+
+
 def _is_context(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, Context)
 
@@ -87,20 +92,15 @@ class ToolDef:
     is_async: bool = False
 
     def describe(self) -> dict[str, Any]:
-        tool: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
-        if self.title:
-            tool["title"] = self.title
-        if self.description:
-            tool["description"] = self.description
-        if self.output_schema is not None:
-            tool["outputSchema"] = self.output_schema
-        if self.annotations:
-            tool["annotations"] = self.annotations
-        if self.icons:
-            tool["icons"] = self.icons
-        if self.meta:
-            tool["_meta"] = self.meta
-        return tool
+        return _wire(
+            {"name": self.name, "inputSchema": self.input_schema},
+            title=self.title,
+            description=self.description,
+            outputSchema=self.output_schema,
+            annotations=self.annotations,
+            icons=self.icons,
+            _meta=self.meta,
+        )
 
 
 def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +110,16 @@ def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _is_content_model(model: type[BaseModel]) -> bool:
+    """A content block (its `type` is a content tag) or a whole tool result (it has `content`):
+    returned as content, not as structured output. Judged by shape, not by class name."""
+    fields = model.model_fields
+    tag = fields.get("type")
+    if tag is not None and set(typing.get_args(tag.annotation)) & CONTENT_TYPES:
+        return True
+    return "content" in fields
+
+
 def _is_structured(annotation: Any) -> bool:
     if annotation in (inspect.Signature.empty, None, type(None), str, Any):
         return False
@@ -117,10 +127,7 @@ def _is_structured(annotation: Any) -> bool:
     if origin is typing.Annotated:
         return _is_structured(typing.get_args(annotation)[0])
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        name = annotation.__name__
-        return not (
-            name.endswith("Content") or name == "CallToolResult" or name == "EmbeddedResource" or name == "ResourceLink"
-        )
+        return not _is_content_model(annotation)
     return not (origin in (list, tuple) and typing.get_args(annotation) and typing.get_args(annotation)[0] is str)
 
 
@@ -264,16 +271,13 @@ class PromptDef:
     is_async: bool = False
 
     def describe(self) -> dict[str, Any]:
-        prompt: dict[str, Any] = {"name": self.name}
-        if self.title:
-            prompt["title"] = self.title
-        if self.description:
-            prompt["description"] = self.description
-        if self.arguments:
-            prompt["arguments"] = self.arguments
-        if self.icons:
-            prompt["icons"] = self.icons
-        return prompt
+        return _wire(
+            {"name": self.name},
+            title=self.title,
+            description=self.description,
+            arguments=self.arguments,
+            icons=self.icons,
+        )
 
 
 def make_prompt(
@@ -346,13 +350,13 @@ class ResourceDef:
     is_async: bool = False
 
     def describe(self) -> dict[str, Any]:
-        resource: dict[str, Any] = {"uri": self.uri, "name": self.name}
-        for key, value in (("title", self.title), ("description", self.description), ("mimeType", self.mime_type)):
-            if value:
-                resource[key] = value
-        if self.annotations:
-            resource["annotations"] = self.annotations
-        return resource
+        return _wire(
+            {"uri": self.uri, "name": self.name},
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+            annotations=self.annotations,
+        )
 
 
 @dataclass
@@ -368,11 +372,12 @@ class TemplateDef:
     is_async: bool = False
 
     def describe(self) -> dict[str, Any]:
-        resource: dict[str, Any] = {"uriTemplate": self.template.template, "name": self.name}
-        for key, value in (("title", self.title), ("description", self.description), ("mimeType", self.mime_type)):
-            if value:
-                resource[key] = value
-        return resource
+        return _wire(
+            {"uriTemplate": self.template.template, "name": self.name},
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+        )
 
 
 def _context_param(fn: Callable[..., Any]) -> str | None:
