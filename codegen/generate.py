@@ -49,6 +49,7 @@ class VersionBuild:
     fix_lines: list[str]
     warnings: list[str]
     seconds: float
+    errors: dict[str, int] = field(default_factory=dict)  # schema error def name -> JSON-RPC code
 
 
 @dataclass
@@ -151,6 +152,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         fix_lines=_fix_lines(report),
         warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
+        errors={e.name: e.code for e in protocol.errors},
     )
 
 
@@ -272,6 +274,7 @@ def generate(
                 "era": b.era,
                 "sha256": b.sha256,
                 "module": pkg,
+                "errors": b.errors,
                 "files": {rel: _sha(text) for rel, text in files.items()},
                 "report": {"fixes": b.fix_lines, "warnings": b.warnings},
             }
@@ -290,7 +293,10 @@ def generate(
             removed.append(v)
 
     ordered = sort_versions(list(entries))
-    listing = [{"version": v, "era": entries[v]["era"], "module": entries[v]["module"]} for v in ordered]
+    listing = [
+        {"version": v, "era": entries[v]["era"], "module": entries[v]["module"], "errors": entries[v].get("errors", {})}
+        for v in ordered
+    ]
     shared_key = hashlib.sha256((fingerprint + json.dumps(listing, sort_keys=True)).encode()).hexdigest()
     shared_entry = manifest.get("shared")
     if force or not _up_to_date(out, shared_entry, shared_key):
