@@ -17,9 +17,10 @@ from typing import Any
 
 import anyio
 import click
-from pydantic import BaseModel
 
 from .client import Client
+from .transport import stdio
+from .wire import to_wire
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -34,10 +35,7 @@ _timeout_option = click.option(
 )
 
 
-def _dump(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return value
+_dump = to_wire
 
 
 def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Client], Awaitable[Any]]) -> Any:
@@ -46,11 +44,10 @@ def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Cl
 
     try:
         client = Client(
-            list(command),
+            stdio(list(command), stderr=subprocess.DEVNULL),
             mode=mode,
             request_timeout=timeout,
             probe_timeout=min(timeout, 5.0),
-            stderr=subprocess.DEVNULL,
         )
     except ValueError as exc:  # a bad --mode
         raise click.UsageError(str(exc)) from None

@@ -358,9 +358,8 @@ async def test_modern_listen_stream() -> None:
             assert first.params["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub.id
             with pytest.raises(TimeoutError):
                 await sub.next(timeout=0.2)
-        session = next(iter(server.sessions))
         with anyio.fail_after(2):
-            while session.listens:
+            while server.listening:
                 await anyio.sleep(0.01)
 
 
@@ -410,7 +409,7 @@ async def test_server_to_client_request_can_be_cancelled_by_the_server() -> None
         finally:
             stopped.set()
 
-    client.request_handlers["roots/list"] = slow_roots
+    client.inputs.handlers["roots/list"] = slow_roots
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_end)
         async with client:
