@@ -72,6 +72,7 @@ class IncomingRequest:
     params: dict[str, Any] | None
     context: TransportContext
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    route: Any = None  # set by a transport that routed the request already (see `inbound`)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -384,12 +385,11 @@ class Session:
             if self._slots is not None:
                 self._slots.release()
 
-    async def serve_inline(self, request: wire.Request, context: TransportContext) -> IncomingRequest:
+    async def serve_inline(self, request: wire.Request, context: TransportContext, route: Any = None) -> None:
         """Serve one request in the caller's task, replying on `context.reply` (request-scoped
-        transports). Cancelling the caller cancels the handler; nothing is sent after that."""
-        incoming = IncomingRequest(request.id, request.method, request.params, context)
-        await self.serve(incoming)
-        return incoming
+        transports; `route` when the transport routed it already). Cancelling the caller
+        cancels the handler; nothing is sent after that."""
+        await self.serve(IncomingRequest(request.id, request.method, request.params, context, route=route))
 
     async def serve(self, incoming: IncomingRequest) -> None:
         """Run the handler for one request and send its reply (none if the request was cancelled)."""

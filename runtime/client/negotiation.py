@@ -112,7 +112,7 @@ class Negotiation:
             )
         if not self.registry.is_modern(choice):
             return Initialize(choice, exact=False)
-        if choice in self.probed:
+        if self.probed.count(choice) >= 2:  # one retry: a server may refuse a first request by design
             return Fail(f"the server refused {version} but lists it as supported")
         self.probed.append(choice)
         return Probe(choice)

@@ -100,7 +100,7 @@ class ServerSession(Session):
         return self.server.router.route(call)
 
     async def handle_request(self, request: IncomingRequest) -> Any:
-        route = self.route(request)
+        route = request.route if isinstance(request.route, Route) else self.route(request)
         if isinstance(route, Rejection):
             raise route.error()
         return await self.execute(request, route)
