@@ -25,7 +25,7 @@ from ..capabilities import gate_allows, missing_paths, required_capabilities
 from ..elicitation import apply_elicitation
 from ..errors import InternalError, InvalidParams, MissingClientCapability
 from ..mrtr import InputRequired
-from ..registry import NOTIFICATION, REQUEST, validation_detail
+from ..registry import NOTIFICATION, validation_detail
 from ..worker import gather
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def read_input(ctx: RequestContext, spec: MethodSpec) -> None:
 def decode_by_shape(ctx: RequestContext, key: str, value: Any) -> Any:
     """An input response whose kind is unknown, as the result model of the first kind it fits."""
     for spec in ctx.server.registry.methods(ctx.protocol_version).values():
-        if spec.kind != REQUEST or not spec.direction.allows("server") or spec.direction.allows("client"):
+        if spec.kind == NOTIFICATION or not spec.direction.allows("server") or spec.direction.allows("client"):
             continue
         try:
             return spec.parse_result(wire.to_wire(value))
