@@ -96,6 +96,9 @@ class HttpSession:
         return True
 
     def close(self) -> None:
+        """End the session: its id answers 404 from now on; in-flight requests are cancelled."""
+        self.closed = True
+        self.owner.sessions.pop(self.id, None)
         self._feed.close()
 
 

@@ -1,6 +1,6 @@
 """A round-robin HTTP proxy for multi-process tests: request n goes to backend n mod N.
 
-    python tests/http/roundrobin.py --port 8000 --to http://127.0.0.1:8001 --to http://127.0.0.1:8002
+    python tests/http_server/roundrobin.py --port 8000 --to http://127.0.0.1:8001 --to http://127.0.0.1:8002
 
 A plain ASGI app over httpx, run by uvicorn. It forwards each request (method, path, headers,
 body) to the next backend in turn, whatever connection it arrived on, and streams the answer
@@ -62,7 +62,9 @@ class RoundRobin:
             tg.start_soon(hang_up)
             response = await self.client.send(request, stream=True)
             try:
-                out = [(k.encode(), v.encode()) for k, v in response.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+                out = [
+                    (k.encode(), v.encode()) for k, v in response.headers.multi_items() if k.lower() not in HOP_BY_HOP
+                ]
                 await send({"type": "http.response.start", "status": response.status_code, "headers": out})
                 async for chunk in response.aiter_raw():
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
