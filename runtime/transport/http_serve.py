@@ -139,7 +139,7 @@ async def _serve_hypercorn(app: HttpApp, sockets: Sequence[socket.socket], stop:
     from hypercorn.trio import serve
 
     config = Config()
-    config.bind = [f"fd://{sock.fileno()}" for sock in sockets]
+    config.bind = [f"fd://{os.dup(sock.fileno())}" for sock in sockets]  # hypercorn closes what it is given
     config.loglevel = log_level.upper()
     config.graceful_timeout = 30
 
