@@ -23,6 +23,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 HeaderList = list[tuple[bytes, bytes]]
+IDLE_CHECK = 15.0  # seconds between checks of a watcher whose server never wakes a pending receive
 
 JSON = b"application/json"
 EVENT_STREAM = b"text/event-stream"
@@ -174,18 +175,22 @@ async def watch(
     receive: Receive,
     on_disconnect: Callable[[], None],
     keepalive_seconds: float | None,
-    on_idle: Callable[[], Awaitable[None]],
+    on_idle: Callable[[], Awaitable[bool | None]],
 ) -> None:
-    """Wait for the client to disconnect (then call `on_disconnect`); meanwhile call `on_idle`
-    every `keepalive_seconds`. Run it beside the work the response waits for; cancel it after."""
+    """Wait for the client to disconnect (then call `on_disconnect` and return); meanwhile call
+    `on_idle` every `keepalive_seconds` (without keep-alive, every `IDLE_CHECK` seconds) and
+    return when it answers False. ASGI servers answer a pending `receive` with a disconnect once
+    the response is complete, so the watcher of a finished response ends by itself."""
+    interval = keepalive_seconds if keepalive_seconds is not None else IDLE_CHECK
     while True:
-        with anyio.move_on_after(keepalive_seconds if keepalive_seconds is not None else float("inf")):
+        with anyio.move_on_after(interval):
             message = await receive()
             if message["type"] == "http.disconnect":
                 on_disconnect()
                 return
             continue
-        await on_idle()
+        if await on_idle() is False:
+            return
 
 
 async def hold(
@@ -201,7 +206,11 @@ async def hold(
             left = True
             tg.cancel_scope.cancel()
 
-        tg.start_soon(watch, receive, gone, keepalive_seconds, on_idle)
+        async def idle() -> None:
+            if keepalive_seconds is not None:
+                await on_idle()
+
+        tg.start_soon(watch, receive, gone, keepalive_seconds, idle)
         await done.wait()
         tg.cancel_scope.cancel()
     return not left

@@ -149,12 +149,23 @@ class AsgiClient:
         started: list[dict[str, Any]] = []
         ready = anyio.Event()
 
+        complete = anyio.Event()
+
         async def receive() -> dict[str, Any]:
+            # Like ASGI servers: a pending receive is answered with a disconnect when the
+            # client goes away or the response is complete.
             nonlocal sent_body
             if not sent_body:
                 sent_body = True
                 return {"type": "http.request", "body": raw, "more_body": False}
-            await disconnect.wait()
+            async with anyio.create_task_group() as tg:
+
+                async def wait(event: anyio.Event) -> None:
+                    await event.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(wait, disconnect)
+                tg.start_soon(wait, complete)
             return {"type": "http.disconnect"}
 
         async def send(message: dict[str, Any]) -> None:
@@ -168,6 +179,7 @@ class AsgiClient:
                     await chunks_in.send(message["body"])
                 if not message.get("more_body", False):
                     chunks_in.close()
+                    complete.set()
 
         async def run() -> None:
             try:

@@ -31,8 +31,13 @@ def process(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run `command` until the block ends; enter once a line of its output contains `ready`."""
     proc = subprocess.Popen(
-        command, cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+        command,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        bufsize=0,
+    )  # unbuffered: readline never reads past the line select() saw
     assert proc.stdout is not None
     seen: list[str] = []
     selector = selectors.DefaultSelector()
