@@ -248,7 +248,7 @@ class LegacyHttp:
         if not await session.feed(Frame(data, context)):
             await exchange.respond(404, error_body(message.id, INVALID_REQUEST, "Session not found: it ended"))
             return
-        completed = await hold(receive, route.released, self.keepalive, route.keepalive)
+        completed = await hold(receive, route.released, self.keepalive, route.keepalive, exchange)
         await route.finish(completed)
 
     async def get(self, headers: dict[str, str], exchange: Exchange, receive: Receive) -> None:
@@ -278,7 +278,7 @@ class LegacyHttp:
         session.busy += 1
         try:
             await stream.attach(exchange, released, after)
-            completed = await hold(receive, released, self.keepalive, stream.keepalive)
+            completed = await hold(receive, released, self.keepalive, stream.keepalive, exchange)
             async with stream.lock:
                 if not completed:
                     stream.detach(exchange)

@@ -194,25 +194,35 @@ async def watch(
 
 
 async def hold(
-    receive: Receive, done: anyio.Event, keepalive_seconds: float | None, on_idle: Callable[[], Awaitable[None]]
+    receive: Receive,
+    done: anyio.Event,
+    keepalive_seconds: float | None,
+    on_idle: Callable[[], Awaitable[None]],
+    exchange: Exchange,
 ) -> bool:
     """Wait until `done` is set (True) or the client disconnects (False), calling `on_idle` every
-    `keepalive_seconds` meanwhile."""
+    `keepalive_seconds` meanwhile. When `done` comes with `exchange` finished, the watcher is left
+    to end on the server's disconnect rather than cancelled (cancelling costs more)."""
     left = False
     async with anyio.create_task_group() as tg:
 
         def gone() -> None:
             nonlocal left
-            left = True
-            tg.cancel_scope.cancel()
+            if not done.is_set():
+                left = True
+                tg.cancel_scope.cancel()
 
-        async def idle() -> None:
+        async def idle() -> bool:
+            if done.is_set():
+                return False
             if keepalive_seconds is not None:
                 await on_idle()
+            return True
 
         tg.start_soon(watch, receive, gone, keepalive_seconds, idle)
         await done.wait()
-        tg.cancel_scope.cancel()
+        if not exchange.finished:
+            tg.cancel_scope.cancel()
     return not left
 
 
