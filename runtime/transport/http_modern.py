@@ -19,7 +19,7 @@ Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -28,7 +28,7 @@ from ..errors import INVALID_REQUEST, http_status
 from ..inbound import Rejection
 from ..session import IncomingRequest
 from .base import TransportContext
-from .http_wire import JSON, Exchange, Receive, error_body, sse_frame, watch
+from .http_wire import JSON, Exchange, Post, error_body, sse_frame, watch
 
 if TYPE_CHECKING:
     from ..server.session import ServerSession
@@ -77,18 +77,11 @@ class ModernRoute:
             await self.exchange.comment()
 
 
-async def serve_modern(
-    session: ServerSession,
-    request: wire.Request,
-    headers: dict[str, str],
-    auth: Any,
-    exchange: Exchange,
-    receive: Receive,
-    keepalive: float | None,
-) -> None:
-    """Route and serve one modern request, answering on `exchange`."""
+async def serve_modern(session: ServerSession, request: wire.Request, post: Post, keepalive: float | None) -> None:
+    """Route and serve one modern request, answering on the POST's exchange."""
+    exchange = post.exchange
     route = ModernRoute(exchange)
-    context = TransportContext("http", headers=headers, auth=auth, can_send_request=False, reply=route)
+    context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=False, reply=route)
     incoming = IncomingRequest(request.id, request.method, request.params, context)
     routed = session.route(incoming)
     if isinstance(routed, Rejection):
@@ -109,7 +102,7 @@ async def serve_modern(
         return True
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(watch, receive, hung_up, keepalive, idle)
+        tg.start_soon(watch, post.receive, hung_up, keepalive, idle)
         await session.serve_inline(request, context, route=routed)
         finished = True
         # No cancellation here (it is the costly part of a task group): once the response is

@@ -45,6 +45,7 @@ from .http_streams import PostRoute
 from .http_wire import (
     Disconnected,
     Exchange,
+    Post,
     Receive,
     Scope,
     Send,
@@ -80,7 +81,7 @@ class HttpApp:
       idleness, and how many may be open (503 past that).
     """
 
-    def __init__(
+    def __init__(  # keyword-only settings, each documented above (PLR0913 accepted)
         self,
         server: Server,
         *,
@@ -229,16 +230,16 @@ class HttpApp:
             await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))
             return
         message = wire.decode(body)
-        auth = scope.get(AUTH_SCOPE_KEY)
+        post = Post(headers, scope.get(AUTH_SCOPE_KEY), exchange, receive)
         if not self._is_modern(headers, message):
-            await self.legacy.post(message, body, headers, auth, exchange, receive)
+            await self.legacy.post(message, body, post)
         elif isinstance(message, wire.Invalid):
             status = http_status(message.code)
             await exchange.respond(
                 status if status >= 400 else 400, error_body(message.id, message.code, message.message)
             )
         elif isinstance(message, wire.Request):
-            await serve_modern(self.modern, message, headers, auth, exchange, receive, self.keepalive)
+            await serve_modern(self.modern, message, post, self.keepalive)
         else:
             await refuse_posted(exchange, message)
 

@@ -17,7 +17,7 @@ import itertools
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
@@ -28,7 +28,7 @@ from ..registry import HANDSHAKE, HANDSHAKE_METHOD
 from .base import Frame, Inbound, Transport, TransportContext
 from .http_events import EventStore, stream_of
 from .http_streams import PostRoute, SseStream
-from .http_wire import Exchange, Receive, accepts, error_body, hold
+from .http_wire import Exchange, Post, Receive, accepts, error_body, hold
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -105,7 +105,7 @@ class HttpSession:
 class LegacyHttp:
     """The handshake-era side of one HTTP endpoint: its sessions and its POST/GET/DELETE handling."""
 
-    def __init__(
+    def __init__(  # keyword-only settings from HttpApp (PLR0913 accepted)
         self,
         server: Server,
         *,
@@ -165,15 +165,8 @@ class LegacyHttp:
             return None, (404, "Session not found: it ended or never existed; initialize a new session")
         return found, None
 
-    async def post(
-        self,
-        message: wire.Message,
-        data: bytes,
-        headers: dict[str, str],
-        auth: Any,
-        exchange: Exchange,
-        receive: Receive,
-    ) -> None:
+    async def post(self, message: wire.Message, data: bytes, post: Post) -> None:
+        headers, exchange = post.headers, post.exchange
         request_id = message.id if isinstance(message, (wire.Request, wire.Invalid)) else None
         if isinstance(message, wire.Invalid):
             await exchange.respond(400, error_body(request_id, message.code, message.message))
@@ -197,7 +190,7 @@ class LegacyHttp:
         found.busy += 1
         found.last_seen = time.monotonic()
         try:
-            await self._deliver(found, message, data, headers, auth, exchange, receive, opening)
+            await self._deliver(found, message, data, post, opening)
         finally:
             found.busy -= 1
             found.last_seen = time.monotonic()
@@ -221,18 +214,11 @@ class LegacyHttp:
         return session
 
     async def _deliver(
-        self,
-        session: HttpSession,
-        message: wire.Message,
-        data: bytes,
-        headers: dict[str, str],
-        auth: Any,
-        exchange: Exchange,
-        receive: Receive,
-        opening: bool,
+        self, session: HttpSession, message: wire.Message, data: bytes, post: Post, opening: bool
     ) -> None:
+        exchange = post.exchange
         if not isinstance(message, wire.Request):
-            context = TransportContext("http", headers=headers, auth=auth, can_send_request=True)
+            context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=True)
             if not await session.feed(Frame(data, context)):
                 await exchange.respond(404, error_body(None, INVALID_REQUEST, "Session not found: it ended"))
                 return
@@ -244,11 +230,11 @@ class LegacyHttp:
                 session.close()
 
         route = PostRoute(exchange, session.new_stream, on_final)
-        context = TransportContext("http", headers=headers, auth=auth, can_send_request=True, reply=route)
+        context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=True, reply=route)
         if not await session.feed(Frame(data, context)):
             await exchange.respond(404, error_body(message.id, INVALID_REQUEST, "Session not found: it ended"))
             return
-        completed = await hold(receive, route.released, self.keepalive, route.keepalive, exchange)
+        completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange)
         await route.finish(completed)
 
     async def get(self, headers: dict[str, str], exchange: Exchange, receive: Receive) -> None:

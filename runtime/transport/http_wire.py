@@ -11,6 +11,7 @@ for list-valued fields).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -146,6 +147,17 @@ class Exchange:
         if self.started and not self.finished:
             self.finished = True
             await self._write({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+@dataclass
+class Post:
+    """One POST being answered: its headers (lower-case names), the authenticated principal (if
+    any), the response being written and the ASGI `receive` (to see the client hang up)."""
+
+    headers: dict[str, str]
+    auth: Any
+    exchange: Exchange
+    receive: Receive
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:
