@@ -60,8 +60,12 @@ class HttpSession:
 
     def new_stream(self) -> SseStream:
         stream = SseStream(f"{self.id}/{next(self._numbers)}", self.owner.store, self.owner.retry_ms)
-        self.streams[stream.id] = stream
+        self.streams[stream.id] = stream  # until it ends; then only the event store knows it
+        stream.on_end = self._forget
         return stream
+
+    def _forget(self, stream: SseStream) -> None:
+        self.streams.pop(stream.id, None)
 
     async def run(self) -> None:
         server = self.owner.server
@@ -71,12 +75,14 @@ class HttpSession:
                 tg.start_soon(self._pump)
                 await self.session.run()
                 self._out.close()
+        except Exception:  # one broken session must not take the endpoint down
+            log.exception("HTTP session %s failed", self.id)
         finally:
             self.closed = True
             server.sessions.discard(self.session)
             self.owner.sessions.pop(self.id, None)
             self.standalone.end_now()
-            for stream in self.streams.values():
+            for stream in list(self.streams.values()):
                 stream.end_now()
             if self.owner.store is not None:
                 with anyio.CancelScope(shield=True):

@@ -33,6 +33,7 @@ class SseStream:
         self.lock = anyio.Lock()
         self.writer: Exchange | None = None
         self._released: anyio.Event | None = None  # set when the attached response is done with
+        self.on_end: Callable[[SseStream], None] | None = None  # told once, when the stream ends
 
     @property
     def attached(self) -> bool:
@@ -65,7 +66,7 @@ class SseStream:
             if self.writer is not None:
                 await self.writer.chunk(sse_frame(data, event_id))
             if last:
-                self.ended = True
+                self._ended()
                 if self.writer is not None:
                     await self.writer.end()
                 self._release()
@@ -89,8 +90,14 @@ class SseStream:
 
     def end_now(self) -> None:
         """The stream ends without more events (its request was cancelled, the session closed)."""
-        self.ended = True
+        self._ended()
         self._release()
+
+    def _ended(self) -> None:
+        if not self.ended:
+            self.ended = True
+            if self.on_end is not None:
+                self.on_end(self)
 
     def _release(self) -> None:
         if self._released is not None:

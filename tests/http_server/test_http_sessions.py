@@ -86,7 +86,8 @@ async def test_a_session_serves_calls_and_ends_with_delete() -> None:
 
 
 async def test_related_notifications_make_an_sse_stream_with_a_priming_event() -> None:
-    async with asgi_client(make_server().http_app(retry_ms=250)) as client:
+    app = make_server().http_app(retry_ms=250)
+    async with asgi_client(app) as client:
         sid = await open_session(client)
         params = {"name": "slow", "arguments": {}, "_meta": {"progressToken": "t"}}
         reply = await client.post(request(1, "tools/call", params), session(sid))
@@ -97,6 +98,7 @@ async def test_related_notifications_make_an_sse_stream_with_a_priming_event() -
         assert [e.json().get("method") for e in events[1:]] == ["notifications/progress"] * 2 + [None]
         assert events[-1].json()["result"]["content"][0]["text"] == "done"
         assert len({e.id for e in events}) == len(events), "event ids are unique"
+        assert not app.legacy.sessions[sid].streams, "a finished stream is only in the event store"
 
 
 async def test_server_requests_travel_on_the_post_stream_and_answers_come_back_as_posts() -> None:
