@@ -137,6 +137,9 @@ def emit_models(norm: Normalized) -> str:
         "enum_field_as_literal": "all",
         "use_type_alias_type": True,
         "field_constraints": True,
+        # Field(...) inside Annotated: the assigned value is the plain default, so type checkers
+        # (dataclass_transform) see the snake_case name as the __init__ parameter, not the alias.
+        "use_annotated": True,
         "use_union_operator": True,
         "use_standard_collections": True,
         "use_double_quotes": True,
