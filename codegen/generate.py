@@ -296,6 +296,7 @@ def generate(
     if force or not _up_to_date(out, shared_entry, shared_key):
         shared = {
             "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
+            "_base.py": black_format(render("base.py.jinja2"), "_base"),
             "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
             "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
         }
