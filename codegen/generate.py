@@ -9,6 +9,7 @@ the key and the files on disk still match, the version is not rebuilt.
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures
 import hashlib
 import json
@@ -46,6 +47,8 @@ class VersionBuild:
     sha256: str
     source: str
     files: dict[str, str]
+    closure: list[str]  # the defs a result can carry: the names of the version-independent `types`
+    defined: list[str]  # every top-level name of `models.py`
     fix_lines: list[str]
     warnings: list[str]
     seconds: float
@@ -142,16 +145,32 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
     models = black_format(emit_models(norm), f"{version} models")
     methods = black_format(render("methods.py.jinja2", p=protocol, source=source), f"{version} methods")
     init = black_format(render("version_init.py.jinja2", p=protocol), f"{version} __init__")
+    defined = top_level_names(models)
     return VersionBuild(
         version=version,
         era=protocol.era,
         sha256=doc.sha256,
         source=str(doc.file),
         files={"__init__.py": init, "models.py": models, "methods.py": methods},
+        closure=[name for name in protocol.result_closure() if name in defined],
+        defined=sorted(defined),
         fix_lines=_fix_lines(report),
         warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
     )
+
+
+def top_level_names(code: str) -> set[str]:
+    """The classes and module-level assignments of a generated module."""
+    names: set[str] = set()
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
 
 
 def _fix_lines(report: FixReport) -> list[str]:
@@ -273,6 +292,8 @@ def generate(
                 "sha256": b.sha256,
                 "module": pkg,
                 "files": {rel: _sha(text) for rel, text in files.items()},
+                "closure": b.closure,
+                "defined": b.defined,
                 "report": {"fixes": b.fix_lines, "warnings": b.warnings},
             }
             outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
@@ -291,7 +312,14 @@ def generate(
 
     ordered = sort_versions(list(entries))
     listing = [{"version": v, "era": entries[v]["era"], "module": entries[v]["module"]} for v in ordered]
-    shared_key = hashlib.sha256((fingerprint + json.dumps(listing, sort_keys=True)).encode()).hexdigest()
+    # the version-independent names: what some version's results carry, over every version defining it
+    wanted = sorted({name for v in ordered for name in entries[v].get("closure", [])})
+    names = [
+        (name, [row for v, row in zip(ordered, listing, strict=True) if name in entries[v].get("defined", [])])
+        for name in wanted
+    ]
+    shared_input = json.dumps([listing, names], sort_keys=True)
+    shared_key = hashlib.sha256((fingerprint + shared_input).encode()).hexdigest()
     shared_entry = manifest.get("shared")
     if force or not _up_to_date(out, shared_entry, shared_key):
         shared = {
@@ -299,6 +327,7 @@ def generate(
             "_base.py": black_format(render("base.py.jinja2"), "_base"),
             "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
             "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
+            "types.py": black_format(render("types.py.jinja2", versions=listing, names=names), "types"),
         }
         for rel, text in shared.items():
             _write_if_changed(out / rel, text)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import join_pointer
-from .loader import DEFS, SchemaDocument, ref_name
+from .loader import DEFS, SchemaDocument, iter_refs, ref_name
 from .normalize import Normalized
 from .overlay import Overlay
 
@@ -96,6 +96,7 @@ class DefInfo:
     name: str
     shape: str
     fields: tuple[FieldInfo, ...] = ()
+    refs: tuple[str, ...] = ()  # the defs this def refers to directly
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,19 @@ class Protocol:
 
     def methods_json(self) -> list[dict[str, Any]]:
         return [self.methods[m].as_json() for m in sorted(self.methods)]
+
+    def result_closure(self) -> list[str]:
+        """Every def a method's result can carry: the result defs and, transitively, every def they
+        refer to (content blocks, tools, resources, ...). Sorted."""
+        todo = [r for m in self.methods.values() for r in m.result]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.defs:
+                continue
+            seen.add(name)
+            todo.extend(self.defs[name].refs)
+        return sorted(seen)
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -234,14 +248,15 @@ def type_summary(schema: Any) -> str:
 def _def_info(name: str, node: Any) -> DefInfo:
     if not isinstance(node, dict):
         return DefInfo(name, "any")
+    refs = tuple(sorted({ref_name(ref) for _, ref in iter_refs(node)}))
     props = _props(node)
     if props or node.get("type") == "object":
         required = set(node.get("required", []))
         fields = tuple(FieldInfo(p, type_summary(s), p in required) for p, s in sorted(props.items()))
-        return DefInfo(name, "object", fields)
+        return DefInfo(name, "object", fields, refs)
     if "anyOf" in node or "oneOf" in node:
-        return DefInfo(name, "union: " + type_summary(node))
-    return DefInfo(name, type_summary(node))
+        return DefInfo(name, "union: " + type_summary(node), (), refs)
+    return DefInfo(name, type_summary(node), (), refs)
 
 
 def _errors(defs: dict[str, Any]) -> tuple[ErrorInfo, ...]:

@@ -3,10 +3,10 @@
 For every message def of every pinned version (each method's message, params and results),
 a small hypothesis strategy (tests/jsonschema_strategy.py) draws instances; whatever `jsonschema`
 accepts, the model must accept (read as JSON text, the way the runtime reads it) and dump back
-unchanged with no dump arguments. Then a sample of mutations of each instance (required key dropped, wrong type, const changed, optional
-key set to null, wrapped in an array) must be judged the same way by both, except for the
-disagreements listed in `KNOWN_DISAGREEMENTS`, which the
-README documents with their reasons.
+unchanged with no dump arguments. Then a sample of mutations of each instance (required key
+dropped, wrong type, const changed, optional key set to null, wrapped in an array) must be
+judged the same way by both, except for the disagreements listed in `KNOWN_DISAGREEMENTS`,
+which the README documents with their reasons.
 """
 
 from __future__ import annotations
