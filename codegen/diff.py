@@ -57,6 +57,7 @@ def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:
     return {
         "from": old.version,
         "to": new.version,
+        "sha256": [old.sha256, new.sha256],
         "era": [old.era, new.era],
         "methods": {
             "added": [new.methods[m].as_json() for m in sorted(set(new.methods) - set(old.methods))],
@@ -69,6 +70,11 @@ def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:
             "changed": defs_changed,
         },
     }
+
+
+def has_changes(d: dict[str, Any]) -> bool:
+    """Does the diff show any protocol-level change (not only the bytes of the files)?"""
+    return d["era"][0] != d["era"][1] or any(d[part][kind] for part in ("methods", "defs") for kind in d[part])
 
 
 def _method_changes(a: Method, b: Method) -> dict[str, list[Any]]:
@@ -88,7 +94,15 @@ def _fmt(value: Any) -> str:
 
 def format_diff(d: dict[str, Any]) -> str:
     """The diff as text for people."""
-    lines = [f"{d['from']} -> {d['to']} (era {d['era'][0]} -> {d['era'][1]})", ""]
+    lines = [f"{d['from']} -> {d['to']} (era {d['era'][0]} -> {d['era'][1]})"]
+    sha = d.get("sha256", ["", ""])
+    if sha[0] == sha[1]:
+        lines.append(f"the files are identical (sha256 {sha[0][:12]})")
+    else:
+        lines.append(f"sha256 {sha[0][:12]} -> {sha[1][:12]}")
+        if not has_changes(d):
+            lines.append("the files differ, but not in methods, defs or fields (descriptions or layout only)")
+    lines.append("")
     m = d["methods"]
     lines.append(f"Methods: {len(m['added'])} added, {len(m['removed'])} removed, {len(m['changed'])} changed")
     for row in m["added"]:

@@ -16,20 +16,22 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from .errors import GenerationError
 from .fixes import FixReport, apply_fixes, load_rules
 from .ir import Protocol, build_protocol
-from .loader import check_version_string, load_schema
+from .loader import SchemaDocument, check_version_string, load_schema, load_schema_file, parse_schema_bytes
 from .normalize import normalize
 from .overlay import load_overlay
 from .versioning import module_name, sort_versions
+
+if TYPE_CHECKING:
+    import jinja2
 
 CODEGEN_DIR = Path(__file__).parent
 TEMPLATES = CODEGEN_DIR / "templates"
@@ -69,6 +71,17 @@ class GenerateReport:
     outcomes: list[VersionOutcome]
     removed: list[str]
     seconds: float
+    shared_changed: bool = False
+
+    @property
+    def changed(self) -> bool:
+        """Did this run write or remove anything?"""
+        return self.shared_changed or bool(self.removed) or any(o.status == "generated" for o in self.outcomes)
+
+    def summary(self) -> str:
+        made = [o.version for o in self.outcomes if o.status == "generated"]
+        what = f"generated {', '.join(made)}" if made else "updated the shared files"
+        return f"wrote {self.out}: {what} in {self.seconds:.2f}s"
 
     def lines(self) -> list[str]:
         out = []
@@ -107,6 +120,8 @@ def generator_fingerprint(data_dir: Path) -> str:
 
 
 def _environment() -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES / "tables")),
         undefined=jinja2.StrictUndefined,
@@ -117,12 +132,27 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def black_format(source: str, where: str) -> str:
+def black_mode() -> Any:
     import black
 
-    mode = black.Mode(target_versions={black.TargetVersion.PY310}, line_length=LINE_LENGTH)  # type: ignore[attr-defined]
+    return black.Mode(target_versions={black.TargetVersion.PY310}, line_length=LINE_LENGTH)  # type: ignore[attr-defined]
+
+
+def black_format(source: str, where: str) -> str:
+    """Format generated code with black in one pass.
+
+    `black.format_str` formats twice when its first pass changed anything (a second pass for the
+    rare case where trailing commas it added split a line differently); generated code is
+    formatted once, which halves black's cost. That the single pass gives byte-identical output
+    to `black.format_str` on every generated file is a test (tests/codegen/test_formatting.py).
+    Like `format_str`, and unlike black's command line without `--fast`, it does not re-parse
+    the output to compare syntax trees: the generated code is compiled by the tests anyway.
+    """
+    import black
+
+    once = getattr(black, "_format_str_once", None) or black.format_str
     try:
-        formatted: str = black.format_str(source, mode=mode)
+        formatted: str = once(source, mode=black_mode())
     except black.InvalidInput as exc:  # type: ignore[attr-defined]  # a template or generator bug, not a schema problem
         raise GenerationError(f"generated code for {where} is not valid Python: {exc}") from exc
     return formatted
@@ -180,7 +210,16 @@ def _fix_lines(report: FixReport) -> list[str]:
 def load_protocol(schema_dir: Path, version: str, data_dir: Path, *, fixes: bool = True) -> Protocol:
     """The IR of one version, without generating code: with the fix rules applied (what the
     generated code does, for `methods`) or as upstream wrote it (`fixes=False`, for `diff`)."""
-    doc = load_schema(schema_dir, version)
+    return _protocol_of(load_schema(schema_dir, version), data_dir, fixes=fixes)
+
+
+def load_protocol_file(path: Path, version: str, data_dir: Path, *, fixes: bool = True) -> Protocol:
+    """Like `load_protocol`, for any schema file, read as protocol version `version`."""
+    check_version_string(version)
+    return _protocol_of(load_schema_file(path, version), data_dir, fixes=fixes)
+
+
+def _protocol_of(doc: SchemaDocument, data_dir: Path, *, fixes: bool) -> Protocol:
     if fixes:
         doc, _ = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
     return build_protocol(normalize(doc), load_overlay(data_dir))
@@ -231,13 +270,18 @@ def generate(
     force: bool = False,
     jobs: int | None = None,
     pins: dict[str, str] | None = None,
+    repin_hint: str = "mcpgen sync --update-pins",
+    progress: Callable[[str], None] | None = None,
 ) -> GenerateReport:
     """Generate `versions` from `schema_dir` into `out`.
 
     With `prune`, versions generated earlier but not listed now are removed (used when
     generating every pinned version). Unchanged versions are skipped unless `force`. `pins`
-    (version -> sha256) refuses a schema file that differs from its pin.
+    (version -> sha256) refuses a schema file that differs from its pin, and a version it does
+    not pin; `None` checks nothing. `progress` is called with a line as work starts and as each
+    version is done.
     """
+    say = progress or (lambda line: None)
     started = time.perf_counter()
     for v in versions:
         check_version_string(v)
@@ -255,28 +299,47 @@ def generate(
         if not schema_path.is_file():
             raise GenerationError(f"no schema for version {v} (expected {schema_path})", file=schema_path)
         raw = schema_path.read_bytes()
-        pinned = (pins or {}).get(v)
-        if pinned is not None and hashlib.sha256(raw).hexdigest() != pinned:
-            raise GenerationError(
-                f"the schema file has sha256 {hashlib.sha256(raw).hexdigest()}, but it is pinned at {pinned}: "
-                "it changed since `mcpgen sync`. Sync again, or review and re-pin (`mcpgen sync --update-pins`); "
-                "--no-pin-check generates anyway",
-                file=schema_path,
-            )
+        if pins is not None:
+            pinned = pins.get(v)
+            if pinned is None:
+                raise GenerationError(
+                    f"version {v} is not pinned: pin it first with `{repin_hint.replace('{version}', v)}`; "
+                    "--no-pin-check generates anyway",
+                    file=schema_path,
+                )
+            if hashlib.sha256(raw).hexdigest() != pinned:
+                raise GenerationError(
+                    f"the schema file has sha256 {hashlib.sha256(raw).hexdigest()}, but it is pinned at {pinned}: "
+                    f"it changed since `mcpgen sync`. Sync again, or review it and re-pin it as it is with "
+                    f"`{repin_hint.replace('{version}', v)}`; --no-pin-check generates anyway",
+                    file=schema_path,
+                )
         keys[v] = hashlib.sha256(raw + fingerprint.encode()).hexdigest()
         if force or not _up_to_date(out, entries.get(v), keys[v]):
+            parse_schema_bytes(raw, schema_path)  # refuse what is not a schema before any work starts
             todo.append(v)
 
     builds: dict[str, VersionBuild] = {}
-    if len(todo) == 1 or jobs == 1:
+
+    def done(b: VersionBuild) -> None:
+        builds[b.version] = b
+        say(f"{b.version}: generated in {b.seconds:.2f}s")
+        for line in b.fix_lines:
+            say("  " + line)
+        for warning in b.warnings:
+            say("  warning: " + warning)
+
+    workers = 1 if len(todo) <= 1 or jobs == 1 else min(len(todo), jobs or os.cpu_count() or 1)
+    if todo:
+        say(f"generating {', '.join(todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
+    if workers == 1:
         for v in todo:
-            builds[v] = build_version(schema_dir, v, data_dir)
+            done(build_version(schema_dir, v, data_dir))
     elif todo:
-        workers = min(len(todo), jobs or os.cpu_count() or 1)
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {v: pool.submit(build_version, schema_dir, v, data_dir) for v in todo}
-            for v, fut in futures.items():
-                builds[v] = fut.result()
+            futures = [pool.submit(build_version, schema_dir, v, data_dir) for v in todo]
+            for fut in concurrent.futures.as_completed(futures):
+                done(fut.result())
 
     outcomes = []
     for v in versions:
@@ -321,7 +384,9 @@ def generate(
     shared_input = json.dumps([listing, names], sort_keys=True)
     shared_key = hashlib.sha256((fingerprint + shared_input).encode()).hexdigest()
     shared_entry = manifest.get("shared")
+    shared_changed = False
     if force or not _up_to_date(out, shared_entry, shared_key):
+        shared_changed = True
         shared = {
             "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
             "_base.py": black_format(render("base.py.jinja2"), "_base"),
@@ -338,4 +403,4 @@ def generate(
         "versions": {v: entries[v] for v in ordered},
     }
     _write_if_changed(out / MANIFEST, json.dumps(new_manifest, indent=2, sort_keys=True) + "\n")
-    return GenerateReport(out, outcomes, removed, time.perf_counter() - started)
+    return GenerateReport(out, outcomes, removed, time.perf_counter() - started, shared_changed)
