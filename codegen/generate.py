@@ -54,6 +54,7 @@ class VersionBuild:
     fix_lines: list[str]
     warnings: list[str]
     seconds: float
+    errors: dict[str, int] = field(default_factory=dict)  # schema error def name -> JSON-RPC code
 
 
 @dataclass
@@ -187,6 +188,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         fix_lines=_fix_lines(report),
         warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
+        errors={e.name: e.code for e in protocol.errors},
     )
 
 
@@ -354,6 +356,7 @@ def generate(
                 "era": b.era,
                 "sha256": b.sha256,
                 "module": pkg,
+                "errors": b.errors,
                 "files": {rel: _sha(text) for rel, text in files.items()},
                 "closure": b.closure,
                 "defined": b.defined,
@@ -374,7 +377,10 @@ def generate(
             removed.append(v)
 
     ordered = sort_versions(list(entries))
-    listing = [{"version": v, "era": entries[v]["era"], "module": entries[v]["module"]} for v in ordered]
+    listing = [
+        {"version": v, "era": entries[v]["era"], "module": entries[v]["module"], "errors": entries[v].get("errors", {})}
+        for v in ordered
+    ]
     # the version-independent names: what some version's results carry, over every version defining it
     wanted = sorted({name for v in ordered for name in entries[v].get("closure", [])})
     names = [
