@@ -398,6 +398,7 @@ def generate(
             "_base.py": black_format(render("base.py.jinja2"), "_base"),
             "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
             "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
+            "py.typed": "",  # PEP 561: the tree is typed (a wheel of it, or of a package holding it)
             "types.py": black_format(render("types.py.jinja2", versions=listing, names=names), "types"),
         }
         for rel, text in shared.items():

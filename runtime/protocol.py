@@ -27,12 +27,27 @@ HANDSHAKE = "handshake"
 MODERN = "modern"
 
 
+MISSING_TREE = (
+    "mcpgen's generated tree (mcpgen.generated) is missing: run `mcpgen sync && mcpgen generate` in the "
+    "mcpgen checkout (.ci/setup does both), or install mcpgen from a wheel, which ships it"
+)
+
+
+def _default_registry() -> ModuleType:
+    try:
+        return importlib.import_module("mcpgen.generated.versions")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("mcpgen.generated", "mcpgen.generated.versions"):
+            raise
+        raise ModuleNotFoundError(MISSING_TREE, name=exc.name) from None
+
+
 class Protocol:
     """Versions and tables of one generated tree."""
 
     def __init__(self, registry: ModuleType | None = None) -> None:
         if registry is None:
-            registry = importlib.import_module("mcpgen.generated.versions")
+            registry = _default_registry()
         self.registry = registry
         self.supported: tuple[str, ...] = tuple(registry.SUPPORTED)
         self._methods = lru_cache(maxsize=None)(self._load_methods)
