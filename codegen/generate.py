@@ -9,7 +9,6 @@ the key and the files on disk still match, the version is not rebuilt.
 
 from __future__ import annotations
 
-import ast
 import concurrent.futures
 import hashlib
 import json
@@ -165,7 +164,7 @@ def render(template: str, **context: Any) -> str:
 
 def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuild:
     """Everything for one version, in memory (runs in a worker process)."""
-    from .models import emit_models
+    from .models import emit_models_and_names
 
     started = time.perf_counter()
     doc = load_schema(schema_dir, version)
@@ -173,10 +172,10 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
     norm = normalize(fixed)
     protocol = build_protocol(norm, load_overlay(data_dir))
     source = f"{version}/schema.json (sha256 {doc.sha256[:12]})"
-    models = black_format(emit_models(norm), f"{version} models")
+    raw_models, defined = emit_models_and_names(norm)
+    models = black_format(raw_models, f"{version} models")
     methods = black_format(render("methods.py.jinja2", p=protocol, source=source), f"{version} methods")
     init = black_format(render("version_init.py.jinja2", p=protocol), f"{version} __init__")
-    defined = top_level_names(models)
     return VersionBuild(
         version=version,
         era=protocol.era,
@@ -190,19 +189,6 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         seconds=time.perf_counter() - started,
         errors={e.name: e.code for e in protocol.errors},
     )
-
-
-def top_level_names(code: str) -> set[str]:
-    """The classes and module-level assignments of a generated module."""
-    names: set[str] = set()
-    for node in ast.parse(code).body:
-        if isinstance(node, ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
 
 
 def _fix_lines(report: FixReport) -> list[str]:

@@ -108,6 +108,11 @@ def _drop_property_names(node: Any) -> None:
 
 def emit_models(norm: Normalized) -> str:
     """Generate `models.py` source for one version (formatted later by the caller, with black)."""
+    return emit_models_and_names(norm)[0]
+
+
+def emit_models_and_names(norm: Normalized) -> tuple[str, set[str]]:
+    """`models.py` source for one version, and the names it defines at module level."""
     import warnings
 
     from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate  # type: ignore[attr-defined]
@@ -164,7 +169,7 @@ def emit_models(norm: Normalized) -> str:
     return tidy(code)
 
 
-def tidy(code: str) -> str:
+def tidy(code: str) -> tuple[str, set[str]]:
     """Two edits to datamodel-code-generator's output, found by AST (never by text):
 
     - module-level `Model.model_rebuild()` statements are removed: datamodel-code-generator adds
@@ -178,6 +183,7 @@ def tidy(code: str) -> str:
     tree = ast.parse(code)
     replace: dict[int, tuple[int, str]] = {}  # first line -> (last line, replacement text)
     used = _used_names(tree)
+    defined = _defined_names(tree)
     for node in tree.body:
         last = node.end_lineno or node.lineno
         if (
@@ -196,7 +202,7 @@ def tidy(code: str) -> str:
                 text = ast.unparse(ast.ImportFrom(module=node.module, names=keep, level=node.level)) + "\n"
                 replace[node.lineno] = (last, text if keep else "")
     if not replace:
-        return code
+        return code, defined
     lines = code.splitlines(keepends=True)
     out: list[str] = []
     number = 1
@@ -208,7 +214,20 @@ def tidy(code: str) -> str:
         else:
             out.append(lines[number - 1])
             number += 1
-    return "".join(out)
+    return "".join(out), defined
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """The classes and module-level assignments of a module."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
 
 
 def _used_names(tree: ast.AST) -> set[str]:
