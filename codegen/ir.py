@@ -2,7 +2,7 @@
 
 Both emitters (models and tables) and `diff` read this, never the raw JSON.
 
-Derivation (digest §5.3/§5.4), all by rule:
+Derivation, all by rule:
 - methods come from role-union membership (the unions are named in `schema/roles.toml`:
   `ClientRequest` / `ServerRequest` / `ClientNotification` / `ServerNotification` give kind and
   direction, both unions -> both ways; `InputRequest` gives input requests embedded in
