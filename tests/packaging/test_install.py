@@ -125,6 +125,23 @@ def check_runtime_install(bin_dir: Path, project: Path) -> None:
     init = subprocess.run([mcpgen, "init"], cwd=project, capture_output=True, text=True, check=False)
     assert init.returncode == 0, init.stderr
     assert (project / "schema" / "versions.toml").is_file(), "init writes into the project, not the package"
+    # the commands that need no generator toolchain work in the user's project
+    sync = subprocess.run(
+        [mcpgen, "sync", "--from", str(schema_source())], cwd=project, capture_output=True, text=True, check=False
+    )
+    assert sync.returncode == 0, sync.stderr
+    methods = subprocess.run(
+        [mcpgen, "methods", "2026-07-28", "--json"], cwd=project, capture_output=True, text=True, check=False
+    )
+    assert methods.returncode == 0 and '"tools/call"' in methods.stdout, methods.stderr
+    diff = subprocess.run(
+        [mcpgen, "diff", "2025-11-25", "2026-07-28", "--exit-code"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert diff.returncode == 1 and "Methods: " in diff.stdout, diff.stderr
     gen = subprocess.run([mcpgen, "generate"], cwd=project, capture_output=True, text=True, check=False)
     assert gen.returncode == 1
     assert gen.stderr.strip().splitlines() == [
