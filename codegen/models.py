@@ -94,13 +94,25 @@ def model_input(norm: Normalized) -> tuple[dict[str, Any], dict[str, Any]]:
     return schema, extra
 
 
+DATA_KEYWORDS = ("const", "enum", "default", "examples")
+
+
 def _drop_property_names(node: Any) -> None:
-    """`propertyNames` becomes key constraints that neither mypy nor pydantic take well; it is
-    reported as not enforced (normalize.UNENFORCED) and left out of the models."""
+    """Leave out of the model input what the models do not use:
+
+    - `propertyNames` becomes key constraints that neither mypy nor pydantic take well; it is
+      reported as not enforced (normalize.UNENFORCED);
+    - a string `format` mcpgen keeps as a plain string (`STRING_FORMATS`): without it
+      datamodel-code-generator makes the same `str` field, without looking up a type mapping for
+      every string (which costs it a sixth of its time).
+    Values under data keywords (`const`, `enum`, `default`, `examples`) are data, not schemas."""
     if isinstance(node, dict):
         node.pop("propertyNames", None)
-        for value in node.values():
-            _drop_property_names(value)
+        if isinstance(node.get("format"), str) and node["format"] in STRING_FORMATS:
+            del node["format"]
+        for key, value in node.items():
+            if key not in DATA_KEYWORDS:
+                _drop_property_names(value)
     elif isinstance(node, list):
         for value in node:
             _drop_property_names(value)
@@ -215,6 +227,48 @@ def tidy(code: str) -> tuple[str, set[str]]:
             out.append(lines[number - 1])
             number += 1
     return "".join(out), defined
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """The classes and module-level assignments of a module."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def _used_names(tree: ast.AST) -> set[str]:
+    """Every name the module reads, also inside string annotations (forward references).
+
+    Strings are read as annotations only where one can stand: not docstrings and not keyword
+    arguments (`Field(description=...)`), which would only cost time to parse.
+    """
+    used: set[str] = set()
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
+            try:
+                annotation = ast.parse(node.value, mode="eval")
+            except SyntaxError:
+                continue
+            used.update(n.id for n in ast.walk(annotation) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        elif isinstance(node, ast.Call):
+            todo.append(node.func)
+            todo.extend(node.args)
+            todo.extend(k.value for k in node.keywords if not isinstance(k.value, ast.Constant))
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return used
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
