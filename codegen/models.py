@@ -269,37 +269,3 @@ def _used_names(tree: ast.AST) -> set[str]:
             continue
         todo.extend(ast.iter_child_nodes(node))
     return used
-
-
-def _defined_names(tree: ast.Module) -> set[str]:
-    """The classes and module-level assignments of a module."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
-
-
-def _used_names(tree: ast.AST) -> set[str]:
-    """Every name the module reads, also inside string annotations (forward references)."""
-    used: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            used.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            base = node
-            while isinstance(base, ast.Attribute):
-                base = base.value  # type: ignore[assignment]
-            if isinstance(base, ast.Name):
-                used.add(base.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
-            try:
-                annotation = ast.parse(node.value, mode="eval")
-            except SyntaxError:
-                continue
-            used.update(n.id for n in ast.walk(annotation) if isinstance(n, ast.Name))
-    return used
