@@ -27,7 +27,7 @@ from .errors import AuthorizationLimitExceeded, DiscoveryError, ResourceMismatch
 from .metadata import AuthorizationServerMetadata, ProtectedResourceMetadata
 from .signing import DPoPProofs, SigningKey, jwt_available
 from .storage import InMemoryTokenStorage, TokenSet, TokenStorage
-from .tokens import ClientAuth, parse_token_response, token_endpoint_call
+from .tokens import ClientAuth, TokenTarget, parse_token_response, token_endpoint_call
 
 LAST_LEGACY_REVISION = "2025-03-26"
 # Token errors after which a refresh token is useless; anything else (network, 5xx) is raised.
@@ -225,21 +225,14 @@ class OAuthFlow(httpx.Auth):
             form["resource"] = tokens.resource
         dpop = self._proofs if tokens.is_dpop else None
         try:
-            doc = await token_endpoint_call(http, meta.token_endpoint, form, auth, audience=meta.issuer, dpop=dpop)
+            doc = await token_endpoint_call(http, meta.token_endpoint, form, auth, dpop)
         except TokenRequestError as exc:
             if exc.error in _DEAD_REFRESH or exc.status in (400, 401):
                 await self._save(None)
                 return None
             raise
-        return parse_token_response(
-            doc,
-            requested_scopes=tokens.scopes,
-            meta=meta,
-            resource=tokens.resource or self._storage_key,
-            dpop=dpop,
-            previous_refresh_token=tokens.refresh_token,
-            client_id=tokens.client_id,
-        )
+        target = TokenTarget(meta, tokens.resource or self._storage_key, dpop, tokens.client_id)
+        return parse_token_response(doc, tokens.scopes, target, tokens.refresh_token)
 
     # ----------------------------------------------------------------- authorization
 
@@ -333,6 +326,15 @@ class OAuthFlow(httpx.Auth):
             return
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
             yield http
+
+    async def _request_tokens(
+        self, http: httpx.AsyncClient, ctx: AuthContext, form: dict[str, str], auth: ClientAuth, scopes: list[str]
+    ) -> TokenSet:
+        """POST a grant to `ctx`'s token endpoint (with `resource`, and DPoP proofs when discovery
+        chose them) and parse the answer; `scopes` are what was asked for."""
+        form.setdefault("resource", ctx.resource)
+        doc = await token_endpoint_call(http, ctx.metadata.token_endpoint, form, auth, ctx.dpop)
+        return parse_token_response(doc, scopes, TokenTarget(ctx.metadata, ctx.resource, ctx.dpop, auth.client_id))
 
     # ----------------------------------------------------------------- grant hooks
 

@@ -28,7 +28,7 @@ from .flow import AuthContext, OAuthFlow
 from .metadata import AuthorizationServerMetadata
 from .signing import SigningKey
 from .storage import TokenSet, TokenStorage
-from .tokens import ClientAuth, parse_token_response, token_endpoint_call
+from .tokens import ClientAuth, token_endpoint_call
 
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -75,17 +75,20 @@ def _secret_auth(
     configured method, else basic or post as the server offers (basic when it says nothing); else
     `none` (with `client_id` in the form when there is one)."""
     if key is not None:
-        return ClientAuth("private_key_jwt", client_id, None, key)
+        return ClientAuth("private_key_jwt", client_id, None, key, meta.issuer)
     if client_secret is None:
         return ClientAuth("none", client_id)
     if method is None:
         offered = meta.token_endpoint_auth_methods_supported or ("client_secret_basic",)
-        method = (
-            "client_secret_post"
-            if "client_secret_basic" not in offered and "client_secret_post" in offered
-            else ("client_secret_basic")
-        )
+        post_only = "client_secret_basic" not in offered and "client_secret_post" in offered
+        method = "client_secret_post" if post_only else "client_secret_basic"
     return ClientAuth(method, client_id, client_secret)
+
+
+def _with_scope(form: dict[str, str], scopes: list[str]) -> dict[str, str]:
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    return form
 
 
 def _require_grant(meta: AuthorizationServerMetadata, grant: str) -> None:
@@ -143,15 +146,9 @@ class ClientCredentials(_IssuerBound):
         _require_grant(meta, "client_credentials")
         if self.scopes is not None and self._requested is None:
             scopes = list(self.scopes)
-        form = {"grant_type": "client_credentials", "resource": ctx.resource}
-        if scopes:
-            form["scope"] = " ".join(scopes)
-        auth = await self._client_auth(meta, self.client_id)
-        assert auth is not None
-        doc = await token_endpoint_call(http, meta.token_endpoint, form, auth, audience=meta.issuer, dpop=ctx.dpop)
-        return parse_token_response(
-            doc, requested_scopes=scopes, meta=meta, resource=ctx.resource, dpop=ctx.dpop, client_id=self.client_id
-        )
+        form = _with_scope({"grant_type": "client_credentials"}, scopes)
+        auth = _secret_auth(self.client_id, self.client_secret, self.signing_key, meta, self.auth_method)
+        return await self._request_tokens(http, ctx, form, auth, scopes)
 
     async def _client_auth(self, meta: AuthorizationServerMetadata, client_id: str | None) -> ClientAuth | None:
         return _secret_auth(self.client_id, self.client_secret, self.signing_key, meta, self.auth_method)
@@ -180,14 +177,9 @@ class WorkloadIdentity(_IssuerBound):
         meta = ctx.metadata
         self._check_issuer(meta.issuer)
         _require_grant(meta, JWT_BEARER)
-        form = {"grant_type": JWT_BEARER, "assertion": await _resolve(self.assertion), "resource": ctx.resource}
-        if scopes:
-            form["scope"] = " ".join(scopes)
+        form = _with_scope({"grant_type": JWT_BEARER, "assertion": await _resolve(self.assertion)}, scopes)
         auth = _secret_auth(self.client_id, self.client_secret, None, meta)
-        doc = await token_endpoint_call(http, meta.token_endpoint, form, auth, audience=meta.issuer, dpop=ctx.dpop)
-        return parse_token_response(
-            doc, requested_scopes=scopes, meta=meta, resource=ctx.resource, dpop=ctx.dpop, client_id=self.client_id
-        )
+        return await self._request_tokens(http, ctx, form, auth, scopes)
 
     async def _client_auth(self, meta: AuthorizationServerMetadata, client_id: str | None) -> ClientAuth | None:
         return _secret_auth(self.client_id, self.client_secret, None, meta)
@@ -224,14 +216,9 @@ class EnterpriseManaged(_IssuerBound):
         self._check_issuer(meta.issuer)
         _require_grant(meta, JWT_BEARER)
         id_jag = await self._exchange(http, ctx, scopes)
-        form = {"grant_type": JWT_BEARER, "assertion": id_jag, "resource": ctx.resource}
-        if scopes:
-            form["scope"] = " ".join(scopes)
+        form = _with_scope({"grant_type": JWT_BEARER, "assertion": id_jag}, scopes)
         auth = _secret_auth(self.client_id, self.client_secret, None, meta)
-        doc = await token_endpoint_call(http, meta.token_endpoint, form, auth, audience=meta.issuer, dpop=ctx.dpop)
-        return parse_token_response(
-            doc, requested_scopes=scopes, meta=meta, resource=ctx.resource, dpop=ctx.dpop, client_id=self.client_id
-        )
+        return await self._request_tokens(http, ctx, form, auth, scopes)
 
     async def _exchange(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> str:
         """RFC 8693 token exchange at the identity provider: ID token in, ID-JAG out."""
@@ -243,11 +230,9 @@ class EnterpriseManaged(_IssuerBound):
             "audience": ctx.issuer,
             "resource": ctx.resource,
         }
-        if scopes:
-            form["scope"] = " ".join(scopes)
         idp = AuthorizationServerMetadata(issuer=self.idp_token_endpoint, token_endpoint=self.idp_token_endpoint)
         auth = _secret_auth(self.idp_client_id, self.idp_client_secret, None, idp)
-        doc = await token_endpoint_call(http, self.idp_token_endpoint, form, auth, audience=self.idp_token_endpoint)
+        doc = await token_endpoint_call(http, self.idp_token_endpoint, _with_scope(form, scopes), auth)
         issued_type = doc.get("issued_token_type")
         token = doc.get("access_token")
         if issued_type not in (None, ID_JAG_TOKEN_TYPE) or not isinstance(token, str) or not token:

@@ -102,36 +102,41 @@ class BearerAuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
-        method = scope.get("method", "GET")
-        if scope.get("path") in self._metadata_paths:
-            await self._serve_metadata(method, send)
-            return
-        if method == "OPTIONS":
+        elif scope.get("path") in self._metadata_paths:
+            await self._serve_metadata(scope.get("method", "GET"), send)
+        elif scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
-            return
+        else:
+            info = await self._verify(scope, send)
+            replay = await self._check_scopes(info, scope, receive, send) if info is not None else None
+            if info is not None and replay is not None:
+                await self.app({**scope, AUTH_SCOPE_KEY: info}, replay, send)
+
+    async def _verify(self, scope: Scope, send: Send) -> AuthInfo | None:
+        """The principal of the request, or None after answering 401 (or 503)."""
         token = self._bearer_token(scope)
         if token is None:
-            await self._challenge(
-                send, 401, {"scope": self._scope_param(self.required_scopes)}, "authentication required"
-            )
-            return
+            params = {"scope": self._scope_param(self.required_scopes)}
+            await self._challenge(send, 401, params, "authentication required")
+            return None
         try:
-            info = await self.verifier.verify(token)
+            return await self.verifier.verify(token)
         except InvalidToken as exc:
-            params: dict[str, str | None] = {"error": "invalid_token", "error_description": _header_safe(str(exc))}
+            params = {"error": "invalid_token", "error_description": _header_safe(str(exc))}
             await self._challenge(send, 401, params, str(exc))
-            return
         except VerifierUnavailable:
             await _send_json(send, 503, {"error": "temporarily_unavailable"}, [(b"retry-after", b"5")])
-            return
+        return None
+
+    async def _check_scopes(self, info: AuthInfo, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """The `receive` to hand the app (replaying a buffered body), or None after answering 403/413."""
         needed = list(self.required_scopes)
-        if self.scopes_for_request is not None and method == "POST":
+        if self.scopes_for_request is not None and scope.get("method") == "POST":
             try:
                 body, receive = await self._buffer(receive)
             except _BodyTooLarge:
                 await _send_json(send, 413, {"error": "request_too_large"})
-                return
+                return None
             needed = union_scopes(needed, await self._hook_scopes(body))
         missing = [s for s in needed if not self.scope_satisfied(info.scopes, s)]
         if missing:
@@ -141,8 +146,8 @@ class BearerAuthMiddleware:
                 "error_description": _header_safe(f"requires scope(s): {' '.join(missing)}"),
             }
             await self._challenge(send, 403, params, "insufficient scope")
-            return
-        await self.app({**scope, AUTH_SCOPE_KEY: info}, receive, send)
+            return None
+        return receive
 
     @staticmethod
     def _bearer_token(scope: Scope) -> str | None:

@@ -23,10 +23,8 @@ from .storage import ClientInfo, TokenSet, TokenStorage
 from .tokens import (
     ClientAuth,
     choose_auth_method,
-    parse_token_response,
     register_client,
     registration_auth_method,
-    token_endpoint_call,
 )
 
 
@@ -168,11 +166,7 @@ class OAuth(OAuthFlow):
             "code_verifier": verifier,
             "resource": ctx.resource,
         }
-        auth = self._auth_for(client, meta)
-        doc = await token_endpoint_call(http, meta.token_endpoint, form, auth, audience=meta.issuer, dpop=ctx.dpop)
-        return parse_token_response(
-            doc, requested_scopes=scopes, meta=meta, resource=ctx.resource, dpop=ctx.dpop, client_id=client.client_id
-        )
+        return await self._request_tokens(http, ctx, form, self._auth_for(client, meta), scopes)
 
     @staticmethod
     def _check_server(meta: AuthorizationServerMetadata) -> None:
@@ -185,7 +179,7 @@ class OAuth(OAuthFlow):
 
     def _auth_for(self, client: ClientInfo, meta: AuthorizationServerMetadata) -> ClientAuth:
         method = choose_auth_method(client, meta)
-        return ClientAuth(method, client.client_id, client.client_secret, self.client_signing_key)
+        return ClientAuth(method, client.client_id, client.client_secret, self.client_signing_key, meta.issuer)
 
     async def _client_for(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> ClientInfo:
         issuer = ctx.issuer

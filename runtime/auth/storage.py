@@ -140,7 +140,7 @@ class FileTokenStorage:
     processes sharing a file may lose each other's updates (last writer wins)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         self._lock = anyio.Lock()
 
     async def get_tokens(self, resource: str) -> TokenSet | None:

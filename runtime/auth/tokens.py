@@ -23,14 +23,16 @@ SUPPORTED_AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post", "
 
 @dataclass
 class ClientAuth:
-    """How to authenticate one client at a token endpoint."""
+    """How to authenticate one client at a token endpoint. `audience` is the `aud` of a
+    `private_key_jwt` assertion: the authorization server's issuer."""
 
     method: str
     client_id: str | None
     client_secret: str | None = None
     key: SigningKey | None = None
+    audience: str = ""
 
-    def apply(self, form: dict[str, str], headers: dict[str, str], audience: str) -> None:
+    def apply(self, form: dict[str, str], headers: dict[str, str]) -> None:
         if self.method == "client_secret_basic" and self.client_id and self.client_secret is not None:
             headers["Authorization"] = basic_auth_header(self.client_id, self.client_secret)
             return
@@ -40,7 +42,7 @@ class ClientAuth:
             form["client_secret"] = self.client_secret
         elif self.method == "private_key_jwt" and self.key is not None and self.client_id:
             form["client_assertion_type"] = CLIENT_ASSERTION_TYPE
-            form["client_assertion"] = client_assertion(self.key, self.client_id, audience)
+            form["client_assertion"] = client_assertion(self.key, self.client_id, self.audience)
 
 
 def choose_auth_method(client: ClientInfo, meta: AuthorizationServerMetadata) -> str:
@@ -92,8 +94,6 @@ async def token_endpoint_call(
     endpoint: str,
     form: Mapping[str, str],
     auth: ClientAuth,
-    *,
-    audience: str,
     dpop: DPoPProofs | None = None,
 ) -> dict[str, Any]:
     """POST one token request and return the JSON success response. With `dpop`, a proof goes with
@@ -101,7 +101,7 @@ async def token_endpoint_call(
     for attempt in range(2):
         body: dict[str, str] = dict(form)
         headers: dict[str, str] = {}
-        auth.apply(body, headers, audience)
+        auth.apply(body, headers)
         if dpop is not None:
             headers["DPoP"] = dpop.proof("POST", endpoint)
         response, doc = await _post_form(http, endpoint, body, headers)
@@ -122,15 +122,22 @@ async def token_endpoint_call(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+@dataclass(frozen=True)
+class TokenTarget:
+    """What a token response is about: the authorization server that answered, the resource the
+    tokens are for, the DPoP proofs sent with the request (if any), the client they were issued to."""
+
+    meta: AuthorizationServerMetadata
+    resource: str
+    dpop: DPoPProofs | None = None
+    client_id: str | None = None
+
+
 def parse_token_response(
     doc: Mapping[str, Any],
-    *,
     requested_scopes: Sequence[str],
-    meta: AuthorizationServerMetadata,
-    resource: str,
-    dpop: DPoPProofs | None,
+    target: TokenTarget,
     previous_refresh_token: str | None = None,
-    client_id: str | None = None,
 ) -> TokenSet:
     """A TokenSet from a successful token response (RFC 6749 §5.1). The granted scopes are the
     response's `scope`, else the requested ones; a refresh that returns no new refresh token keeps
@@ -153,11 +160,11 @@ def parse_token_response(
         expires_at=now() + lifetime if lifetime is not None else None,
         refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token else previous_refresh_token,
         scopes=tuple(granted),
-        issuer=meta.issuer,
-        token_endpoint=meta.token_endpoint,
-        resource=resource,
-        dpop_jkt=dpop.jkt if is_dpop and dpop is not None else None,
-        client_id=client_id,
+        issuer=target.meta.issuer,
+        token_endpoint=target.meta.token_endpoint,
+        resource=target.resource,
+        dpop_jkt=target.dpop.jkt if is_dpop and target.dpop is not None else None,
+        client_id=target.client_id,
     )
 
 
@@ -186,7 +193,7 @@ async def register_client(
     return ClientInfo(
         client_id=client_id,
         client_secret=secret if isinstance(secret, str) else None,
-        token_endpoint_auth_method=method if isinstance(method, str) else None,
+        token_endpoint_auth_method=method if isinstance(method, str) else metadata.get("token_endpoint_auth_method"),
         issuer=issuer,
         client_secret_expires_at=float(expires) if isinstance(expires, (int, float)) else None,
         redirect_uris=tuple(u for u in uris if isinstance(u, str))
