@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import anyio
 import httpx
 
-from ._util import canonical_resource, now, origin, resource_covers, split_scopes, union_scopes
+from ._util import canonical_resource, origin, resource_covers, split_scopes, union_scopes
 from .challenge import first_with, parse_www_authenticate
 from .discovery import discover_authorization_server, discover_resource_metadata, legacy_authorization_server
 from .errors import AuthorizationLimitExceeded, DiscoveryError, ResourceMismatchError, TokenRequestError
@@ -193,9 +193,7 @@ class OAuthFlow(httpx.Auth):
                 if refreshed is not None:
                     await self._save(refreshed)
                     tokens = refreshed
-            if tokens is not None and tokens.expires_at is not None and now() >= tokens.expires_at:
-                return None
-            return tokens
+            return None if tokens is None or tokens.expired else tokens
 
     def _current_jkt(self) -> str | None:
         try:
@@ -241,7 +239,12 @@ class OAuthFlow(httpx.Auth):
     ) -> TokenSet:
         async with self._lock:
             current = self._tokens
-            if current is not None and current is not failed and set(challenge.scopes) <= set(current.scopes):
+            if (
+                current is not None
+                and current is not failed
+                and not current.expired
+                and set(challenge.scopes) <= set(current.scopes)
+            ):
                 return current  # another request re-authorized meanwhile
             async with self._client() as http:
                 ctx = await self._discover(http, challenge, revision)

@@ -45,6 +45,10 @@ class TokenSet:
     def is_dpop(self) -> bool:
         return self.token_type.lower() == "dpop"
 
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and now() >= self.expires_at
+
     def expires_within(self, seconds: float) -> bool:
         return self.expires_at is not None and now() >= self.expires_at - seconds
 

@@ -203,6 +203,18 @@ async def test_expired_token_is_refreshed_before_use(env: Env) -> None:
     assert env.as1.grants("refresh_token")[0]["resource"] == MCP_URL
 
 
+async def test_expired_token_without_refresh_token_is_not_reused(env: Env) -> None:
+    env.as1.expires_in = 0
+    env.as1.refresh = False
+    env.resource_server()
+    auth = env.oauth()
+    assert (await env.call(auth)).status_code == 200
+    before = len(env.router.paths("mcp.test"))
+    assert (await env.call(auth)).status_code == 200
+    assert len(env.as1.seen("/authorize")) == 2
+    assert env.router.paths("mcp.test")[before:].count("/mcp") == 2  # one 401, one success
+
+
 async def test_revoked_token_is_refreshed_on_401(env: Env) -> None:
     verifier = IntrospectionVerifier(
         env.as1.endpoint("introspect"),
