@@ -22,6 +22,7 @@ from mcpgen.runtime.auth import (
     IssuerMismatchError,
     RegistrationError,
     ResourceMismatchError,
+    TokenRequestError,
     UnsupportedServerError,
 )
 
@@ -354,3 +355,63 @@ async def test_error_response_from_authorization_server_is_reported(env: Env) ->
     with pytest.raises(AuthorizationResponseError) as caught:
         await env.call(env.oauth(redirect_handler=handler))
     assert caught.value.reason == "error" and caught.value.error == "access_denied"
+
+
+def broken_as(env: Env, path: str, status: int, body: bytes, content_type: str = "application/json") -> None:
+    """Make one endpoint of the authorization server answer `status`/`body`."""
+    original = env.as1.app
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["path"] != path:
+            await original(scope, receive, send)
+            return
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]}
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    env.router.mount("as.test", app)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "body", "error"),
+    [
+        ("/.well-known/oauth-authorization-server", 200, b"<html>", DiscoveryError),
+        ("/.well-known/oauth-authorization-server", 200, b'{"issuer": 5}', IssuerMismatchError),
+        ("/.well-known/oauth-authorization-server", 503, b"", DiscoveryError),
+        ("/.well-known/oauth-authorization-server", 200, b'{"issuer": "https://as.test"}', DiscoveryError),
+        ("/.well-known/oauth-authorization-server", 200, b'{"x": "' + b"a" * (2 << 20) + b'"}', DiscoveryError),
+        ("/register", 500, b"oops", RegistrationError),
+        ("/register", 201, b'{"client_secret": "no id"}', RegistrationError),
+        ("/token", 200, b'{"token_type": "Bearer"}', TokenRequestError),
+        ("/token", 200, b"not json", TokenRequestError),
+        ("/token", 400, b'{"error": "invalid_grant", "error_description": "nope"}', TokenRequestError),
+        ("/token", 200, b'{"access_token": "x", "token_type": "MAC"}', UnsupportedServerError),
+    ],
+)
+async def test_broken_authorization_server_answers_are_typed_errors(
+    env: Env, path: str, status: int, body: bytes, error: type[Exception]
+) -> None:
+    env.resource_server()
+    broken_as(env, path, status, body)
+    with pytest.raises(error):
+        await env.call(env.oauth())
+    # The client keeps working once the server is fixed.
+    env.router.mount("as.test", env.as1.app)
+    assert (await env.call(env.oauth())).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        b"[]",
+        b'{"resource": "https://mcp.test/mcp"}',
+        b'{"resource": "https://mcp.test/mcp", "authorization_servers": "x"}',
+    ],
+)
+async def test_broken_resource_metadata_is_a_discovery_error(env: Env, document: bytes) -> None:
+    rs = env.resource_server()
+    rs._metadata_body = document
+    with pytest.raises(DiscoveryError):
+        await env.call(env.oauth())
+    assert not env.as1.requests
