@@ -145,6 +145,9 @@ class OAuthFlow(httpx.Auth):
             challenge = read_challenge(response)
             if challenge is None:
                 return
+            # Read the (small) refusal now: its connection goes back to the pool instead of being held
+            # through the authorization, and the pool can see a close by the server meanwhile.
+            await response.aread()
             if challenge.error == "use_dpop_nonce" and fresh_nonce and nonce_retries < 2:
                 nonce_retries += 1
                 continue
