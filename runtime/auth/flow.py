@@ -42,6 +42,7 @@ class AuthChallenge:
     resource_metadata: str | None
     scopes: tuple[str, ...]
     error: str | None
+    scheme: str = "bearer"  # of the challenge read, lower-cased
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,11 @@ def read_challenge(response: httpx.Response) -> AuthChallenge | None:
     if response.status_code == 403 and error != "insufficient_scope":
         return None
     return AuthChallenge(
-        response.status_code, params.get("resource_metadata") or None, tuple(split_scopes(params.get("scope"))), error
+        status=response.status_code,
+        resource_metadata=params.get("resource_metadata") or None,
+        scopes=tuple(split_scopes(params.get("scope"))),
+        error=error,
+        scheme=found.scheme.lower() if found is not None else "bearer",
     )
 
 
@@ -287,7 +292,7 @@ class OAuthFlow(httpx.Auth):
             issuer = self._pick_issuer(prm.authorization_servers)
             meta = await discover_authorization_server(http, issuer, headers)
             resource = prm.resource
-        dpop = self._proofs if self._wants_dpop(meta) else None
+        dpop = self._proofs if self._wants_dpop(meta, prm, challenge) else None
         ctx = AuthContext(server_url, resource, meta, prm, dpop, revision)
         self._context = ctx
         return ctx
@@ -302,10 +307,22 @@ class OAuthFlow(httpx.Auth):
                 return issuer
         return servers[0]
 
-    def _wants_dpop(self, meta: AuthorizationServerMetadata) -> bool:
+    def _wants_dpop(
+        self, meta: AuthorizationServerMetadata, prm: ProtectedResourceMetadata | None, challenge: AuthChallenge
+    ) -> bool:
+        """With `dpop=None`: when both sides take ES256 proofs. The authorization server says so in its
+        metadata; the MCP server by challenging with the DPoP scheme or in its resource metadata
+        (RFC 9449 §7.1, RFC 9728 §2). A DPoP-bound token is useless to a server that only knows Bearer."""
         if self.dpop is not None:
             return self.dpop
-        return "ES256" in (meta.dpop_signing_alg_values_supported or ()) and jwt_available()
+        if "ES256" not in (meta.dpop_signing_alg_values_supported or ()) or not jwt_available():
+            return False
+        raw = prm.raw if prm is not None else {}
+        algs = raw.get("dpop_signing_alg_values_supported")
+        resource_says = raw.get("dpop_bound_access_tokens_required") is True or (
+            isinstance(algs, list) and "ES256" in algs
+        )
+        return challenge.scheme == "dpop" or resource_says
 
     def _select_scopes(self, challenge: AuthChallenge, ctx: AuthContext) -> list[str]:
         """The challenge's scopes, else the resource's `scopes_supported`, else none; joined with what

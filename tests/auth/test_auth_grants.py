@@ -218,3 +218,10 @@ async def test_dpop_not_used_when_the_server_does_not_offer_it(env: Env) -> None
     env.resource_server()
     assert (await env.call(env.oauth())).status_code == 200
     assert "dpop" not in env.as1.seen("/token")[0].headers
+
+
+async def test_dpop_not_used_when_the_mcp_server_only_knows_bearer(env: Env) -> None:
+    env.as1.dpop = True  # the authorization server could bind tokens, but the MCP server never asks
+    env.resource_server()
+    assert (await env.call(env.oauth())).status_code == 200
+    assert "dpop" not in env.as1.seen("/token")[0].headers
