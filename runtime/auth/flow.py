@@ -88,7 +88,8 @@ class OAuthFlow(httpx.Auth):
     revision in use when the caller knows it; a request's `MCP-Protocol-Version` header overrides it.
     With neither (a request before version negotiation) the 2025-03-26 fallbacks stay allowed.
     `dpop`: True sends DPoP proofs to the token endpoint, False never, None when the authorization
-    server advertises ES256 proofs and the `auth` extra is installed."""
+    server advertises ES256 proofs, the MCP server asks for DPoP and the `auth` extra is installed.
+    A DPoP-bound token then goes out with the DPoP scheme and a fresh proof on every request."""
 
     requires_request_body = True
 
