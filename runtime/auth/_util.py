@@ -9,6 +9,8 @@ import time
 from collections.abc import Iterable
 from urllib.parse import quote, urlsplit, urlunsplit
 
+import anyio
+
 
 def b64url(data: bytes) -> str:
     """Base64url without padding (RFC 7515 §2)."""
@@ -103,3 +105,30 @@ def is_https_or_loopback(url: str) -> bool:
     if parts.scheme == "https":
         return True
     return parts.scheme == "http" and (parts.hostname or "") in ("localhost", "127.0.0.1", "::1")
+
+
+def _running_loop() -> object:
+    """The running event loop (asyncio) or root task (trio): what an anyio lock is tied to."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        import trio
+
+        return trio.lowlevel.current_root_task()
+
+
+class LoopLock:
+    """An `anyio.Lock` per event loop, so an object made once (say, at import) can serve several
+    `anyio.run()` calls, on either backend. Use `async with lock.get():`."""
+
+    def __init__(self) -> None:
+        self._loop: object = None
+        self._lock: anyio.Lock | None = None
+
+    def get(self) -> anyio.Lock:
+        loop = _running_loop()
+        if self._lock is None or self._loop is not loop:
+            self._loop, self._lock = loop, anyio.Lock()
+        return self._lock

@@ -17,10 +17,9 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from dataclasses import dataclass
 
-import anyio
 import httpx
 
-from ._util import canonical_resource, origin, resource_covers, split_scopes, union_scopes
+from ._util import LoopLock, canonical_resource, origin, resource_covers, split_scopes, union_scopes
 from .challenge import first_with, parse_www_authenticate
 from .discovery import discover_authorization_server, discover_resource_metadata, legacy_authorization_server
 from .errors import AuthorizationLimitExceeded, DiscoveryError, ResourceMismatchError, TokenRequestError
@@ -119,7 +118,7 @@ class OAuthFlow(httpx.Auth):
         self.refresh_margin = refresh_margin
         self._http = http_client
         self._proofs = DPoPProofs(dpop_key)
-        self._lock = anyio.Lock()
+        self._lock = LoopLock()
         self._tokens: TokenSet | None = None
         self._loaded = False
         self._context: AuthContext | None = None
@@ -188,7 +187,7 @@ class OAuthFlow(httpx.Auth):
         return canonical_resource(self.server_url)
 
     async def _tokens_for_request(self) -> TokenSet | None:
-        async with self._lock:
+        async with self._lock.get():
             if not self._loaded:
                 self._loaded = True
                 stored = await self.storage.get_tokens(self._storage_key)
@@ -246,7 +245,7 @@ class OAuthFlow(httpx.Auth):
     async def _reauthorize(
         self, challenge: AuthChallenge, failed: TokenSet | None, revision: str | None, *, first: bool
     ) -> TokenSet:
-        async with self._lock:
+        async with self._lock.get():
             current = self._tokens
             if (
                 current is not None
@@ -378,7 +377,7 @@ class OAuthFlow(httpx.Auth):
 
     async def clear(self) -> None:
         """Forget the tokens for this server (memory and storage); the next 401 authorizes anew."""
-        async with self._lock:
+        async with self._lock.get():
             self._loaded = True
             if self.server_url is not None:
                 await self._save(None)

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import anyio.to_thread
 
-from ._util import now
+from ._util import LoopLock, now
 
 
 @dataclass
@@ -145,7 +145,7 @@ class FileTokenStorage:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).expanduser()
-        self._lock = anyio.Lock()
+        self._lock = LoopLock()
 
     async def get_tokens(self, resource: str) -> TokenSet | None:
         data = await self._read()
@@ -164,11 +164,11 @@ class FileTokenStorage:
         await self._update("clients", issuer, client.to_dict() if client else None)
 
     async def _read(self) -> dict[str, dict[str, Any]]:
-        async with self._lock:
+        async with self._lock.get():
             return await anyio.to_thread.run_sync(self._load)
 
     async def _update(self, section: str, key: str, value: dict[str, Any] | None) -> None:
-        async with self._lock:
+        async with self._lock.get():
 
             def change() -> None:
                 data = self._load()

@@ -17,10 +17,9 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import anyio
 import httpx
 
-from ._util import basic_auth_header, split_scopes
+from ._util import LoopLock, basic_auth_header, split_scopes
 from .discovery import decode_json, read_capped
 from .errors import AuthError, InvalidToken, VerifierUnavailable
 from .principal import AuthInfo
@@ -114,7 +113,7 @@ class JWTVerifier(_HttpUser):
         self.min_refetch_interval = min_refetch_interval
         self._keys: dict[str | None, Any] = self._parse_jwks(jwks) if jwks is not None else {}
         self._fetched_at: float | None = None
-        self._lock = anyio.Lock()
+        self._lock = LoopLock()
 
     @staticmethod
     def _parse_jwks(doc: object) -> dict[str | None, Any]:
@@ -134,7 +133,7 @@ class JWTVerifier(_HttpUser):
     async def _refresh_keys(self, *, force: bool) -> None:
         if self.jwks_uri is None:
             return
-        async with self._lock:
+        async with self._lock.get():
             age = None if self._fetched_at is None else time.monotonic() - self._fetched_at
             if age is not None and (age < self.min_refetch_interval or (not force and age < self.cache_ttl)):
                 return

@@ -71,3 +71,20 @@ async def test_tokens_survive_a_restart_without_reauthorizing(env: Env, tmp_path
     # A new process: a new OAuth object over the same file.
     assert (await env.call(env.oauth(storage=FileTokenStorage(path)))).status_code == 200
     assert len(env.as1.seen("/authorize")) == 1 and len(env.as1.seen("/register")) == 1
+
+
+def test_one_auth_object_serves_successive_event_loops(tmp_path: Path) -> None:
+    """Made once, used by several `anyio.run()` calls on both backends (as a CLI might)."""
+    import anyio
+
+    env = Env()
+    env.resource_server()
+    auth = env.oauth(storage=FileTokenStorage(tmp_path / "tokens.json"))
+
+    async def call() -> int:
+        return (await env.call(auth)).status_code
+
+    assert anyio.run(call, backend="asyncio") == 200
+    assert anyio.run(call, backend="trio") == 200
+    assert anyio.run(call, backend="asyncio") == 200
+    assert len(env.as1.seen("/authorize")) == 1
