@@ -310,7 +310,9 @@ class UriTemplate:
         if saves is None:
             return None
         out: dict[str, str] = {}
-        query_names = {v.name for p in self._parts if isinstance(p, _Expression) and p.op in ("?", "&") for v in p.variables}
+        query_names = {
+            v.name for p in self._parts if isinstance(p, _Expression) and p.op in ("?", "&") for v in p.variables
+        }
         for slot, (part, var) in enumerate(self._slots):
             start, end = saves[2 * slot], saves[2 * slot + 1]
             if start < 0:

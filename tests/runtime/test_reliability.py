@@ -367,7 +367,9 @@ async def test_a_boolean_request_id_in_cancelled_cancels_nothing() -> None:
         ({"jsonrpc": "2.0", "id": 9, "method": 12}, 9),
     ],
 )
-async def test_jsonrpc_envelope_errors_are_invalid_request_with_the_id(message: dict[str, Any], expected_id: int) -> None:
+async def test_jsonrpc_envelope_errors_are_invalid_request_with_the_id(
+    message: dict[str, Any], expected_id: int
+) -> None:
     async with raw_server(make_server()) as peer:
         await peer.send(message)
         reply = await peer.receive()
