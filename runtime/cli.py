@@ -147,7 +147,7 @@ def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) 
 @_json_option
 @_timeout_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def call(tool: str, arguments: str, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
+def call(tool: str, arguments: str, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:  # noqa: PLR0913 - every keyword is a documented option
     """Call one tool of a stdio server and print its result."""
     try:
         parsed = json.loads(arguments)

@@ -92,7 +92,7 @@ class OAuthFlow(httpx.Auth):
 
     requires_request_body = True
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         *,
         server_url: str | None = None,

@@ -120,7 +120,7 @@ class ClientCredentials(_IssuerBound):
     server offers) or `signing_key` (`private_key_jwt`, assertion audience = the issuer). `scopes`,
     when given, replace the server-suggested scopes on the first request."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         client_id: str,
         *,
@@ -191,7 +191,7 @@ class EnterpriseManaged(_IssuerBound):
     `idp_client_secret` when it is confidential there). The resulting ID-JAG is presented to the MCP
     server's authorization server as client `client_id` / `client_secret`."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         *,
         id_token: Assertion,

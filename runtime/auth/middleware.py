@@ -57,7 +57,7 @@ class BearerAuthMiddleware:
     `scope_satisfied(granted, required)` decides whether a granted set covers a required scope
     (default: exact membership; supply one for scope hierarchies)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         app: ASGIApp,
         *,

@@ -78,7 +78,7 @@ class OAuth(OAuthFlow):
     `offline_access` (refresh tokens) when the authorization server lists it.
     See `OAuthFlow` for the remaining parameters."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         *,
         redirect_handler: RedirectHandler | None = None,

@@ -84,7 +84,7 @@ class JWTVerifier(_HttpUser):
     key). A token carrying a DPoP confirmation (`cnf.jkt`) is refused: it must not be accepted as a
     bearer token."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         *,
         issuer: str | None,
@@ -198,7 +198,7 @@ class IntrospectionVerifier(_HttpUser):
     must be active, unexpired, for `audience` (refused when the response names no audience, unless
     `require_audience=False`) and, when `issuer` is given, from that issuer."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         introspection_endpoint: str,
         *,

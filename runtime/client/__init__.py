@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from .. import eras, wire
 from ..capabilities import gate_allows, merge_capabilities, missing_paths
+from ..correlation import ProgressCallback
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, RemoteProtocolError
 from ..registry import (
     CLIENT_CAPABILITIES_KEY,
@@ -39,7 +40,7 @@ from ..registry import (
     VersionRegistry,
     validation_detail,
 )
-from ..session import DEFAULT, ProgressCallback, Timeout
+from ..session import DEFAULT, Timeout
 from ..transport.base import Connector, Transport
 from ..transport.stdio import stdio
 from ..worker import call
@@ -74,7 +75,7 @@ def connector_for(target: Target) -> Transport | Connector:
 class Client(Calls):
     """An MCP client for one server (see the module docstring)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         server: Target,
         *,

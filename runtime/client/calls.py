@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from .. import wire
 from ..capabilities import has_capability
+from ..correlation import ProgressCallback
 from ..errors import McpError, PaginationError, StructuredOutputError
 from ..features.tools import schema_problem
-from ..session import DEFAULT, ProgressCallback, Timeout
+from ..session import DEFAULT, Timeout
 
 if TYPE_CHECKING:
     from . import Client

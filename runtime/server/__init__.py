@@ -61,7 +61,7 @@ class Server:
     per process); every worker of a deployment needs the same keys.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         name: str,
         version: str = "0.1.0",
@@ -175,7 +175,7 @@ class Server:
         scopes: Collection[str] = (),
     ) -> Callable[[F], F]: ...
 
-    def tool(
+    def tool(  # noqa: PLR0913 - every keyword is a documented option
         self,
         fn: F | None = None,
         /,

@@ -476,7 +476,7 @@ async def test_server_keeps_nothing_between_rounds() -> None:
     async with raw_server(server) as peer:
         await first_round(peer)
         session = next(iter(server.sessions))
-        assert not session._in_flight and not session._pending
+        assert session.in_flight == 0 and session.pending == 0
         assert (await peer.request(5, "tools/call", {"_meta": meta(), "name": "busy"}))["result"][
             "resultType"
         ] == "input_required"
