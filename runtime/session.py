@@ -154,7 +154,7 @@ class Session:
             raise RuntimeError("this session has no transport to read; feed it with serve_inline()")
         async with anyio.create_task_group() as tg:
             self._task_group = tg
-            self._slots = anyio.Semaphore(self.max_in_flight)
+            self._slots = anyio.Semaphore(self.max_in_flight, fast_acquire=True)
             self.callbacks.attach(tg)
             task_status.started()
             try:

@@ -311,6 +311,16 @@ class Server:
         """Advertise an extension (SEP-2133); extensions are off unless enabled."""
         self.extensions[identifier] = dict(settings or {})
 
+    def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
+        """The OAuth scopes a JSON-RPC message needs (a `tools/call` of a tool declared with
+        `scopes=`): the hook the HTTP auth middleware asks (`scopes_for_request`)."""
+        params = message.get("params")
+        if message.get("method") != "tools/call" or not isinstance(params, Mapping):
+            return frozenset()
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        return tool.scopes if tool is not None else frozenset()
+
     # -- change notifications ---------------------------------------------------------------
 
     def _changed(self, kind: str) -> None:

@@ -176,3 +176,28 @@ def test_callbacks_of_the_wrong_arity_fail_when_registered() -> None:
     with pytest.raises(TypeError, match="sampling_handler must be callable"):
         Client(transport, sampling_handler="nope")  # type: ignore[arg-type]
     Client(transport, on_log=lambda level, data, logger=None: None, on_resource_updated=print)
+
+
+async def test_an_overlong_uri_is_refused_before_matching() -> None:
+    async with connected(make_server(), mode=V26) as client:
+        with pytest.raises(McpError, match="over the 65536-character limit") as caught:
+            await client.read_resource("file:///docs/" + "a" * 70_000)
+        assert caught.value.code == -32602
+
+
+def test_tools_declare_the_scopes_a_caller_needs() -> None:
+    server = Server("scoped")
+
+    @server.tool(scopes=["files:write"])
+    def write(path: str) -> str:
+        return path
+
+    @server.tool
+    def read(path: str) -> str:
+        return path
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    assert server.scopes_for({**call, "params": {"name": "write"}}) == {"files:write"}
+    assert server.scopes_for({**call, "params": {"name": "read"}}) == frozenset()
+    assert server.scopes_for({**call, "params": {"name": "nope"}}) == frozenset()
+    assert server.scopes_for({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) == frozenset()
