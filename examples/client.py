@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
-
 from mcpgen.runtime import Client
 
 SERVER = [sys.executable, str(Path(__file__).resolve().parent / "everything_server.py")]

@@ -1,27 +1,56 @@
 """The runtime's error hierarchy.
 
-`McpRuntimeError` is the root. `McpError` is a JSON-RPC error (code, message, data): raised by a
-handler it becomes the error response; received from the peer it is raised to the caller.
-The other errors never cross the wire: timeouts, a closed connection, a failed negotiation, a
-call the peer's capabilities do not allow.
+`McpRuntimeError` is the root of every error the runtime raises to a user.
+
+- `McpError` is a JSON-RPC error (code, message, data): raised by a handler it becomes the
+  error response; received from the peer it is raised to the caller, as the subclass of its code.
+  JSON-RPC's own codes are constants here; the codes MCP adds come from the generated tables
+  (`versions.ERROR_CODES`, keyed by the schema def that fixes each one), never from numbers
+  written down a second time.
+- `ProtocolError` is a violation of the protocol that never crosses the wire as such:
+  `RemoteProtocolError` when the peer broke it (an invalid result, an unknown input kind, a
+  server that never stops paginating), `LocalProtocolError` when our own side did (a handler
+  that returned an invalid result, a message over our own size limit).
+- The rest never cross the wire either: timeouts, a closed connection, a failed negotiation,
+  a call the peer's capabilities do not allow, input the client could not provide.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
+from mcpgen.generated import versions as _tree
+
+# JSON-RPC 2.0's own error codes (they are not MCP's to define).
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND_LEGACY = -32002
-HEADER_MISMATCH = -32020
-MISSING_CLIENT_CAPABILITY = -32021
-UNSUPPORTED_PROTOCOL_VERSION = -32022
+JSONRPC_CODES = frozenset({PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR})
 
-# Codes that identify a modern (2026-07-28+) server when they answer a probe (digest §1.3).
-MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+
+def schema_error_codes() -> dict[str, int]:
+    """Every error code the generated tree's schemas fix, by def name (newest version wins)."""
+    codes: dict[str, int] = {}
+    for version in _tree.SUPPORTED:
+        codes.update(_tree.ERROR_CODES.get(version, {}))
+    return codes
+
+
+def modern_error_codes() -> frozenset[int]:
+    """The codes that only modern-era schemas define (beyond JSON-RPC's own): an answer with one of
+    them identifies a modern peer."""
+    modern = {
+        c for v in _tree.SUPPORTED if _tree.ERAS[v] == _tree.MODERN for c in _tree.ERROR_CODES.get(v, {}).values()
+    }
+    older = {c for v in _tree.SUPPORTED if _tree.ERAS[v] != _tree.MODERN for c in _tree.ERROR_CODES.get(v, {}).values()}
+    return frozenset(modern - older - JSONRPC_CODES)
+
+
+_SCHEMA_CODES = schema_error_codes()
+MODERN_ERROR_CODES = modern_error_codes()
 
 
 class McpRuntimeError(Exception):
@@ -41,15 +70,16 @@ class McpError(McpRuntimeError):
         self.data = data
 
     def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC error object."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
 
     @classmethod
-    def from_error(cls, error: Any) -> McpError:
+    def from_error(cls, error: object) -> McpError:
         """The most specific `McpError` subclass for an error object received from a peer."""
-        if not isinstance(error, dict):
+        if not isinstance(error, Mapping):
             return McpError(f"malformed error object: {error!r}", code=INTERNAL_ERROR)
         code = error.get("code")
         message = error.get("message")
@@ -58,8 +88,8 @@ class McpError(McpRuntimeError):
         if not isinstance(message, str):
             message = repr(message)
         kind = _BY_CODE.get(code, McpError)
-        err = kind(message, data=error.get("data"))
-        err.code = code
+        err = McpError.__new__(kind)
+        McpError.__init__(err, message, code=code, data=error.get("data"))
         return err
 
     def __str__(self) -> str:
@@ -86,10 +116,27 @@ class InternalError(McpError):
     code = INTERNAL_ERROR
 
 
-class UnsupportedProtocolVersion(McpError):
-    """-32022: the peer does not serve the requested version; `data` has `supported` and `requested`."""
+class SchemaDefinedError(McpError):
+    """An error whose code an MCP schema fixes: the class names the def, the tables give the code."""
 
-    code = UNSUPPORTED_PROTOCOL_VERSION
+    schema_name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        found = _SCHEMA_CODES.get(cls.schema_name)
+        if found is not None:
+            cls.code = found
+
+    def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+        if code is None and self.schema_name not in _SCHEMA_CODES:
+            raise LookupError(f"no protocol version of this generated tree defines {self.schema_name}")
+        super().__init__(message, code=code, data=data)
+
+
+class UnsupportedProtocolVersion(SchemaDefinedError):
+    """The peer does not serve the requested version; `data` has `supported` and `requested`."""
+
+    schema_name = "UnsupportedProtocolVersionError"
 
     @property
     def supported(self) -> list[str]:
@@ -97,33 +144,39 @@ class UnsupportedProtocolVersion(McpError):
         return [v for v in found if isinstance(v, str)] if isinstance(found, list) else []
 
 
-class MissingClientCapability(McpError):
-    """-32021: serving the request needs a client capability the request did not declare."""
+class MissingClientCapability(SchemaDefinedError):
+    """Serving the request needs a client capability the request did not declare
+    (`data.requiredCapabilities`)."""
 
-    code = MISSING_CLIENT_CAPABILITY
+    schema_name = "MissingRequiredClientCapabilityError"
 
 
-class HeaderMismatch(McpError):
-    code = HEADER_MISMATCH
+class HeaderMismatch(SchemaDefinedError):
+    """An HTTP routing header disagrees with the body, is missing, or is malformed."""
+
+    schema_name = "HeaderMismatchError"
+
+
+class UrlElicitationRequired(SchemaDefinedError):
+    """The request needs the user to complete a URL elicitation first (handshake era)."""
+
+    schema_name = "URLElicitationRequiredError"
 
 
 _BY_CODE: dict[int, type[McpError]] = {
-    cls.code: cls
-    for cls in (
-        ParseError,
-        InvalidRequest,
-        MethodNotFound,
-        InvalidParams,
-        InternalError,
-        UnsupportedProtocolVersion,
-        MissingClientCapability,
-        HeaderMismatch,
-    )
+    cls.code: cls for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError)
 }
+_BY_CODE.update(
+    {
+        cls.code: cls
+        for cls in (UnsupportedProtocolVersion, MissingClientCapability, HeaderMismatch, UrlElicitationRequired)
+        if cls.schema_name in _SCHEMA_CODES
+    }
+)
 
 
 class RequestTimeout(McpRuntimeError, TimeoutError):
-    """No response within the request's timeout (the request was cancelled at the peer)."""
+    """No response within the request's timeout (the peer was told to cancel it)."""
 
 
 class ConnectionClosed(McpRuntimeError):
@@ -155,4 +208,73 @@ class ElicitationError(InputError):
 
 
 class ProtocolError(McpRuntimeError):
-    """The peer sent something the protocol does not allow (a wrong-direction method, a bad result)."""
+    """Something the protocol does not allow (see `RemoteProtocolError`, `LocalProtocolError`)."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something the protocol does not allow (a bad result, an unknown input kind)."""
+
+
+class LocalProtocolError(ProtocolError):
+    """Our own side would break the protocol (a handler's invalid result, an oversized message)."""
+
+
+class MessageTooLarge(LocalProtocolError):
+    """An outgoing message over the size limit: it was not sent."""
+
+
+class PaginationError(RemoteProtocolError):
+    """The server kept returning pages past the configured limit (or repeated a cursor)."""
+
+
+class StructuredOutputError(RemoteProtocolError):
+    """A tool result whose `structuredContent` does not conform to the tool's `outputSchema`."""
+
+
+def http_status(code: int) -> int:
+    """The HTTP status a JSON-RPC error maps to on Streamable HTTP (200 for codes without one)."""
+    if code == METHOD_NOT_FOUND:
+        return 404
+    if code in (PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS) or code in MODERN_ERROR_CODES:
+        return 400
+    return 200
+
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "JSONRPC_CODES",
+    "METHOD_NOT_FOUND",
+    "MODERN_ERROR_CODES",
+    "PARSE_ERROR",
+    "CapabilityError",
+    "ConnectionClosed",
+    "ElicitationError",
+    "HeaderMismatch",
+    "InputError",
+    "InputRoundsExceeded",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "LocalProtocolError",
+    "McpError",
+    "McpRuntimeError",
+    "MessageTooLarge",
+    "MethodNotFound",
+    "MissingClientCapability",
+    "MissingInputHandler",
+    "NegotiationError",
+    "PaginationError",
+    "ParseError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestTimeout",
+    "SchemaDefinedError",
+    "StructuredOutputError",
+    "UnsupportedProtocolVersion",
+    "UrlElicitationRequired",
+    "http_status",
+    "modern_error_codes",
+    "schema_error_codes",
+]

@@ -1,46 +1,54 @@
-"""The session core shared by client and server: JSON-RPC 2.0 over a `Transport`.
+"""The session core shared by client and server: JSON-RPC 2.0 over a transport.
 
-It owns what does not depend on the side: framing and parsing, request ids (a counter, never
-reused), pending requests with timeouts, cancellation both ways (`notifications/cancelled`),
-progress (`progressToken` -> callback), and turning bad input into JSON-RPC errors:
+It owns what does not depend on the side: reading and classifying messages (`wire`), request
+ids (a counter, never reused), pending requests with their deadlines, cancellation both ways
+(`notifications/cancelled`), progress (`progressToken` -> callback), replies routed the way the
+request came (`TransportContext.reply`), and turning bad input into JSON-RPC errors:
 
-- malformed JSON -> -32700 (no id); a batch (JSON array) or a non-object -> -32600;
-- a message over the size limit -> -32600 (no id), dropped without being buffered;
-- what a handler raises: `McpError` -> its code, anything else -> -32603.
+- malformed JSON -> -32700 (no id); a batch, a non-object, bad `params` -> -32600;
+- a message over the size limit -> -32600, with the id when its first bytes carry one (an
+  oversized response fails the call it answers instead of leaving it waiting);
+- what a handler raises: `McpError` -> its code, anything else -> -32603 (a stray cancellation
+  included: only a cancellation of the request itself, or of the session, ends the handler quietly).
 
-After any of these the session keeps serving. Routing (which methods exist, params validation,
-direction and capability checks) belongs to the subclasses, which read the generated tables.
+After any of these the session keeps serving. At most `max_in_flight` requests from the peer run
+at once; past that the session stops reading until replies drain (back-pressure). Routing
+(which methods exist, params, capabilities) belongs to the subclasses, through `inbound`.
 """
 
 from __future__ import annotations
 
-import contextvars
-import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
-import pydantic_core
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from . import wire
+from .correlation import Correlation, ProgressCallback
 from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
     ConnectionClosed,
     McpError,
+    McpRuntimeError,
+    MessageTooLarge,
+    RemoteProtocolError,
     RequestTimeout,
 )
-from .transport import Oversized, Transport
+from .transport.base import Frame, Inbound, Oversized, ReplyRoute, Transport, TransportContext
+from .worker import OrderedWorker
 
 log = logging.getLogger("mcpgen.runtime")
 
-ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
-RequestId = str | int
+RequestId = wire.RequestId
+DEFAULT_MAX_IN_FLIGHT = 256
+CALLBACK_BUFFER = 1024  # notifications whose callbacks have not run yet before the reader waits
+NO_TRANSPORT = TransportContext("none", can_send_request=False)
 
 
 class _Default:
@@ -51,11 +59,7 @@ class _Default:
 
 
 DEFAULT = _Default()
-
-
-def dumps(message: Mapping[str, Any]) -> bytes:
-    """JSON for the wire; NaN and infinities (not JSON) become null."""
-    return pydantic_core.to_json(message, inf_nan_mode="null")
+Timeout = float | _Default | None
 
 
 @dataclass
@@ -65,8 +69,9 @@ class IncomingRequest:
     id: RequestId
     method: str
     params: dict[str, Any] | None
-    session: Session
+    context: TransportContext
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    route: Any = None  # set by a transport that routed the request already (see `inbound`)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -76,47 +81,35 @@ class IncomingRequest:
     @property
     def progress_token(self) -> RequestId | None:
         token = self.meta.get("progressToken")
-        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
-
-
-@dataclass
-class _Pending:
-    method: str
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: Any = None
-    error: McpError | None = None
-    barrier: int = 0  # callbacks queued before the response arrived
-
-
-_IN_CALLBACK: contextvars.ContextVar[bool] = contextvars.ContextVar("mcpgen_in_callback", default=False)
+        return token if wire.is_request_id(token) else None
 
 
 class Session:
     """One connection. Subclasses implement `handle_request` and `handle_notification`."""
 
-    side: str = "?"  # "client" or "server": who we are
+    side: ClassVar[str] = "?"  # "client" or "server": who we are
 
     def __init__(
         self,
-        transport: Transport,
+        transport: Transport | None,
         *,
         request_timeout: float | None = 60.0,
         max_message_bytes: int | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         self.transport = transport
+        self.context = transport.context if transport is not None else NO_TRANSPORT
         self.request_timeout = request_timeout
-        self.max_message_bytes = max_message_bytes or transport.max_message_bytes
-        self._ids = itertools.count(1)
-        self._progress_tokens = itertools.count(1)
-        self._pending: dict[RequestId, _Pending] = {}
-        self._progress: dict[RequestId, ProgressCallback] = {}
+        self.max_message_bytes = max_message_bytes or (transport.max_message_bytes if transport else 4 * 2**20)
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.max_in_flight = max_in_flight
+        self.calls = Correlation(self.side)
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
+        self._slots: anyio.Semaphore | None = None
         self._is_closed = False
-        self._deferred: MemoryObjectSendStream[tuple[Callable[..., Any], tuple[Any, ...]]] | None = None
-        self._deferred_queued = 0
-        self._deferred_done = 0
-        self._deferred_waiters: list[tuple[int, anyio.Event]] = []
+        self.callbacks = OrderedWorker("notification callbacks", mark=True, buffer=CALLBACK_BUFFER)
         self.bad_frames = 0  # messages from the peer that were not JSON-RPC at all
 
     # -- hooks for subclasses --------------------------------------------------------------
@@ -125,11 +118,15 @@ class Session:
         """Serve one request; return the result object (a dict or a model) or raise `McpError`."""
         raise McpError(f"method not found: {request.method}", code=-32601)
 
-    async def handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
+    async def handle_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:
         """Act on one notification from the peer (cancel and progress are handled already)."""
 
     def can_cancel(self, method: str) -> bool:
         """May we send `notifications/cancelled` for an outgoing request of `method`?"""
+        return True
+
+    def accepts_cancel(self, incoming: IncomingRequest) -> bool:
+        """May the peer cancel this request (legacy `initialize` may not be cancelled)?"""
         return True
 
     def on_closed(self) -> None:
@@ -141,345 +138,272 @@ class Session:
     def closed(self) -> bool:
         return self._is_closed
 
+    @property
+    def in_flight(self) -> int:
+        """Requests from the peer being served now."""
+        return len(self._in_flight)
+
+    @property
+    def pending(self) -> int:
+        """Our requests waiting for the peer's answer."""
+        return len(self.calls.pending)
+
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read and dispatch messages until the transport closes."""
+        if self.transport is None:
+            raise RuntimeError("this session has no transport to read; feed it with serve_inline()")
         async with anyio.create_task_group() as tg:
             self._task_group = tg
+            self._slots = anyio.Semaphore(self.max_in_flight, fast_acquire=True)
+            self.callbacks.attach(tg)
             task_status.started()
             try:
-                async for frame in self.transport.receive:
-                    await self._on_frame(frame)
+                async for item in self.transport.receive:
+                    await self.receive(item)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
             finally:
-                self._close_pending()
-                if self._deferred is not None:
-                    self._deferred.close()
+                self._close()
                 for incoming in list(self._in_flight.values()):
                     incoming.cancel_scope.cancel()
         self._task_group = None
 
-    def defer(self, callback: Callable[..., Awaitable[Any] | Any], *args: Any) -> None:
-        """Run user code (a notification callback) after the reader, in order, on one worker task:
-        the reader never waits on it, so the callback may itself make requests on this session."""
-        if self._deferred is None:  # started on first use: most sessions never need it
-            if self._task_group is None or self._is_closed:
-                return
-            self._deferred, pending = anyio.create_memory_object_stream[tuple[Callable[..., Any], tuple[Any, ...]]](
-                math.inf
-            )
-            self._task_group.start_soon(self._run_deferred, pending)
-        try:
-            self._deferred.send_nowait((callback, args))
-            self._deferred_queued += 1
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
-
-    async def _run_deferred(
-        self, pending: MemoryObjectReceiveStream[tuple[Callable[..., Any], tuple[Any, ...]]]
-    ) -> None:
-        _IN_CALLBACK.set(True)  # this task's requests need not wait for callbacks (they are the callbacks)
-        async with pending:
-            async for callback, args in pending:
-                try:
-                    outcome = callback(*args)
-                    if outcome is not None and hasattr(outcome, "__await__"):
-                        await outcome
-                except Exception:
-                    log.exception("a notification callback failed")
-                finally:
-                    self._deferred_done += 1
-                    for target, event in list(self._deferred_waiters):
-                        if target <= self._deferred_done:
-                            event.set()
-
-    async def _catch_up(self, barrier: int) -> None:
-        """Wait until the callbacks of notifications that arrived before a response have run,
-        so a call returns after, say, its log messages were delivered."""
-        if barrier <= self._deferred_done or _IN_CALLBACK.get() or self._is_closed:
-            return
-        event = anyio.Event()
-        entry = (barrier, event)
-        self._deferred_waiters.append(entry)
-        try:
-            with anyio.move_on_after(30):
-                await event.wait()
-        finally:
-            self._deferred_waiters.remove(entry)
-
-    def _close_pending(self) -> None:
+    def _close(self) -> None:
         if self._is_closed:
             return
         self._is_closed = True
-        for _, event in self._deferred_waiters:
-            event.set()
-        for pending in self._pending.values():
-            pending.error = ConnectionClosed(f"the connection closed before {pending.method} was answered")  # type: ignore[assignment]
-            pending.done.set()
+        self.callbacks.close()
+        self.calls.close(lambda method: ConnectionClosed(f"the connection closed before {method} was answered"))
         self.on_closed()
 
-    async def send_message(self, message: Mapping[str, Any]) -> None:
-        if self._is_closed:
-            raise ConnectionClosed("the connection is closed")
-        try:
-            await self.transport.send.send(dumps(message))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-            raise ConnectionClosed("the connection is closed") from exc
+    def defer(self, callback: Callable[..., Awaitable[Any] | Any], *args: Any) -> None:
+        """Run user code (a notification callback) after the reader, in order, on one worker task:
+        the reader never waits on it, so the callback may itself make requests on this session."""
+        self.callbacks.submit(callback, *args)
 
     # -- outgoing ----------------------------------------------------------------------------
 
-    async def send_notification(self, method: str, params: Mapping[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self.send_message(message)
+    async def send_message(
+        self, message: Mapping[str, Any], *, route: ReplyRoute | None = None, final: bool = False
+    ) -> None:
+        """Encode and send one message: on `route` when given, else on the transport.
+
+        Raises `MessageTooLarge` (nothing sent) over the size limit, `ConnectionClosed` when the
+        connection is gone, ValueError/TypeError when the message cannot be encoded.
+        """
+        data = wire.dumps(message)
+        if len(data) > self.max_message_bytes:
+            raise MessageTooLarge(f"a {len(data)}-byte message is over the {self.max_message_bytes}-byte limit")
+        if route is None and self._is_closed:
+            raise ConnectionClosed("the connection is closed")
+        try:
+            if route is not None:
+                await route.send(data, final=final)
+            elif self.transport is not None:
+                await self.transport.send.send(data)
+            else:
+                raise ConnectionClosed("this message has nowhere to go (no transport, no reply route)")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            raise ConnectionClosed("the connection is closed") from exc
+
+    async def send_notification(
+        self, method: str, params: Mapping[str, Any] | None = None, *, route: ReplyRoute | None = None
+    ) -> None:
+        await self.send_message(wire.notification(method, params), route=route)
 
     def next_id(self) -> int:
         """Reserve a request id (for callers that must know it before the request is sent)."""
-        return next(self._ids)
+        return self.calls.next_id()
 
-    async def send_request(
+    async def send_request(  # noqa: PLR0913 - every keyword is a documented option
         self,
         method: str,
         params: Mapping[str, Any] | None = None,
         *,
-        timeout: float | _Default | None = DEFAULT,
+        timeout: Timeout = DEFAULT,
         on_progress: ProgressCallback | None = None,
         request_id: RequestId | None = None,
+        route: ReplyRoute | None = None,
+        sent: anyio.Event | None = None,
     ) -> Any:
         """Send a request and wait for its result (a parsed JSON value); raise `McpError` on an error reply.
 
-        On timeout or cancellation the peer is told (`notifications/cancelled`) where the
-        protocol allows it, and `RequestTimeout` (or the cancellation) propagates.
+        The timeout is a deadline for the whole call, the send included; `sent` is set once the
+        request is on its way. On timeout or
+        cancellation the peer is told (`notifications/cancelled`, where the protocol allows it)
+        without holding the caller, and `RequestTimeout` (or the cancellation) propagates.
         """
         if request_id is None:
-            request_id = next(self._ids)
+            request_id = self.calls.next_id()
+        pending = self.calls.open(request_id, method, on_progress)
         body: dict[str, Any] | None = dict(params) if params is not None else None
-        token: RequestId | None = None
-        if on_progress is not None:
-            token = f"{self.side}-progress-{next(self._progress_tokens)}"
+        if pending.token is not None:
             body = dict(body or {})
-            body["_meta"] = {**(body.get("_meta") or {}), "progressToken": token}
-            self._progress[token] = on_progress
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if body is not None:
-            message["params"] = body
-        pending = _Pending(method)
-        self._pending[request_id] = pending
+            body["_meta"] = {**(body.get("_meta") or {}), "progressToken": pending.token}
         limit = self.request_timeout if isinstance(timeout, _Default) else timeout
+        was_sent = False
         try:
-            await self.send_message(message)
-            try:
-                with anyio.fail_after(limit if limit is not None else math.inf):
-                    await pending.done.wait()
-            except TimeoutError:
-                await self._cancel_remote(request_id, method, f"timed out after {limit} s")
-                raise RequestTimeout(f"{method} timed out after {limit} s") from None
-            except anyio.get_cancelled_exc_class():
-                with anyio.move_on_after(1.0, shield=True):  # a peer that stopped reading cannot hold us
-                    await self._cancel_remote(request_id, method, "cancelled by the caller")
-                raise
+            with anyio.fail_after(limit if limit is not None else math.inf):
+                await self.send_message(wire.request(request_id, method, body), route=route)
+                was_sent = True
+                if sent is not None:
+                    sent.set()
+                await pending.done.wait()
+        except TimeoutError:
+            if was_sent:
+                self._cancel_remote(request_id, method, f"timed out after {limit} s", route)
+            raise RequestTimeout(f"{method} timed out after {limit} s") from None
+        except anyio.get_cancelled_exc_class():
+            if was_sent:
+                self._cancel_remote(request_id, method, "cancelled by the caller", route)
+            raise
         finally:
-            self._pending.pop(request_id, None)
-            if token is not None:
-                self._progress.pop(token, None)
-        await self._catch_up(pending.barrier)
+            self.calls.discard(request_id)
+        await self.callbacks.catch_up(pending.barrier, timeout=limit)
         if pending.error is not None:
             raise pending.error
         return pending.result
 
-    async def _cancel_remote(self, request_id: RequestId, method: str, reason: str) -> None:
-        if self._is_closed or not self.can_cancel(method):
+    def _cancel_remote(self, request_id: RequestId, method: str, reason: str, route: ReplyRoute | None) -> None:
+        """Tell the peer, in the background: a peer that stopped reading cannot hold the caller."""
+        if self._is_closed or self._task_group is None or not self.can_cancel(method):
             return
-        try:
-            await self.send_notification("notifications/cancelled", {"requestId": request_id, "reason": reason})
-        except ConnectionClosed:
-            pass
+        self._task_group.start_soon(self._send_cancel, request_id, reason, route)
+
+    async def _send_cancel(self, request_id: RequestId, reason: str, route: ReplyRoute | None) -> None:
+        with anyio.move_on_after(self.request_timeout if self.request_timeout is not None else 30.0):
+            try:
+                params = {"requestId": request_id, "reason": reason}
+                await self.send_notification("notifications/cancelled", params, route=route)
+            except McpRuntimeError:
+                pass
 
     # -- incoming ----------------------------------------------------------------------------
 
-    async def _reply_error(self, request_id: RequestId | None, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "error": error}
-        if request_id is not None:
-            reply["id"] = request_id
+    async def receive(self, item: Inbound) -> None:
+        """Handle one message from the transport (requests start on their own task)."""
+        if isinstance(item, Oversized):
+            await self._on_oversized(item)
+            return
+        data, context = (item.data, item.context or self.context) if isinstance(item, Frame) else (item, self.context)
+        if len(data) > self.max_message_bytes:
+            await self._on_oversized(Oversized(len(data), self.max_message_bytes, data[:1024], context))
+            return
+        message = wire.decode(data)
+        if isinstance(message, wire.Invalid):
+            if message.code == PARSE_ERROR:
+                self.bad_frames += 1
+            await self._refuse(message, context)
+        elif isinstance(message, wire.Response):
+            self.calls.answer(message, self.callbacks.queued)
+        elif isinstance(message, wire.Notification):
+            await self._on_notification(message.method, message.params, context)
+        else:
+            await self._start(message, context)
+
+    async def _refuse(self, invalid: wire.Invalid, context: TransportContext) -> None:
+        if not invalid.answer:
+            log.warning("ignored a message: %s", invalid.message)
+            return
+        await self._reply_quietly(wire.error(invalid.id, invalid.code, invalid.message), context.reply)
+
+    async def _reply_quietly(self, message: Mapping[str, Any], route: ReplyRoute | None) -> None:
         try:
-            await self.send_message(reply)
-        except ConnectionClosed:
+            await self.send_message(message, route=route, final=True)
+        except McpRuntimeError:
             pass
 
-    async def _on_frame(self, frame: bytes | Oversized) -> None:
-        if isinstance(frame, Oversized) or len(frame) > self.max_message_bytes:
-            size = frame.size_at_least if isinstance(frame, Oversized) else len(frame)
-            log.warning("dropped a %d-byte message (limit %d)", size, self.max_message_bytes)
-            await self._reply_error(
-                None,
-                INVALID_REQUEST,
-                f"message too large: over {self.max_message_bytes} bytes",
-                {"limit": self.max_message_bytes},
+    async def _on_oversized(self, item: Oversized) -> None:
+        context = item.context or self.context
+        request_id, is_request = wire.partial_id(item.head)
+        log.warning("dropped a message of at least %d bytes (limit %d)", item.size_at_least, item.limit)
+        waiting = self.calls.pending.get(request_id) if request_id is not None and not is_request else None
+        if waiting is not None and request_id is not None:  # an answer to our call: fail the call, do not drop it
+            limit = f"over the {item.limit}-byte message limit"
+            self.calls.fail(
+                request_id, RemoteProtocolError(f"the answer to {waiting.method} was {limit} and was dropped")
             )
             return
-        try:
-            message = pydantic_core.from_json(frame, cache_strings="keys")
-        except ValueError as exc:
-            self.bad_frames += 1
-            await self._reply_error(None, PARSE_ERROR, f"Parse error: {exc}")
-            return
-        if isinstance(message, list):
-            await self._reply_error(
-                None, INVALID_REQUEST, "batch requests are not supported (JSON-RPC batching was removed from MCP)"
-            )
-            return
-        if not isinstance(message, dict):
-            await self._reply_error(None, INVALID_REQUEST, "a JSON-RPC message must be an object")
-            return
-        raw_id = message.get("id")
-        valid_id = isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool)
-        if message.get("jsonrpc") != "2.0":
-            if "method" in message and "id" in message:  # only a request gets an answer
-                await self._reply_error(raw_id if valid_id else None, INVALID_REQUEST, 'jsonrpc must be "2.0"')
-            else:
-                log.warning('ignored a message without jsonrpc "2.0"')
-            return
-        method = message.get("method")
-        if method is None:
-            self._on_response(message, raw_id if valid_id else None)
-            return
-        if not isinstance(method, str):
-            await self._reply_error(raw_id if valid_id else None, INVALID_REQUEST, "method must be a string")
-            return
-        params = message.get("params")
-        if "id" in message:
-            if not valid_id:
-                await self._reply_error(None, INVALID_REQUEST, "request id must be a string or an integer (not null)")
-                return
-            if params is not None and not isinstance(params, dict):
-                await self._reply_error(raw_id, -32602, "params must be an object")
-                return
-            assert isinstance(raw_id, (str, int))
-            await self._start_request(raw_id, method, params)
-            return
-        if params is not None and not isinstance(params, dict):
-            log.warning("ignored %s notification with non-object params", method)
-            return
-        await self._on_notification(method, params)
+        message = f"message too large: over {item.limit} bytes"
+        reply = wire.error(request_id if is_request else None, INVALID_REQUEST, message, {"limit": item.limit})
+        await self._reply_quietly(reply, context.reply)
 
-    def _on_response(self, message: dict[str, Any], request_id: RequestId | None) -> None:
-        if request_id is None:
-            error = message.get("error")
-            if isinstance(error, dict):
-                log.warning("peer reported an error without an id: %s", error)
-            else:
-                log.warning("ignored a message that is neither request, notification nor response")
-            return
-        pending = self._pending.get(request_id)
-        if pending is None:
-            log.debug("ignored a response to unknown or finished request %r", request_id)
-            return
-        pending.barrier = self._deferred_queued
-        if "error" in message:
-            pending.error = McpError.from_error(message["error"])
-        elif "result" in message:
-            pending.result = message["result"]
-        else:
-            pending.error = McpError("malformed response: neither result nor error", code=INTERNAL_ERROR)
-        pending.done.set()
-
-    async def _start_request(self, request_id: RequestId, method: str, params: dict[str, Any] | None) -> None:
-        if request_id in self._in_flight:
+    async def _start(self, request: wire.Request, context: TransportContext) -> None:
+        if request.id in self._in_flight:
             # Answering with this id would collide with the real answer: the error carries no id.
-            log.warning("dropped a %s request reusing in-flight id %r", method, request_id)
-            await self._reply_error(
-                None, INVALID_REQUEST, f"request id {request_id!r} is already in use; request dropped"
-            )
+            log.warning("dropped a %s request reusing in-flight id %r", request.method, request.id)
+            message = f"request id {request.id!r} is already in use; request dropped"
+            await self._reply_quietly(wire.error(None, INVALID_REQUEST, message), context.reply)
             return
-        incoming = IncomingRequest(request_id, method, params, self)
-        self._in_flight[request_id] = incoming
-        assert self._task_group is not None
-        self._task_group.start_soon(self._serve, incoming)
+        assert self._task_group is not None and self._slots is not None
+        await self._slots.acquire()  # back-pressure: past the bound, stop reading until one finishes
+        incoming = IncomingRequest(request.id, request.method, request.params, context)
+        self._in_flight[request.id] = incoming
+        self._task_group.start_soon(self._serve_registered, incoming)
 
-    async def _serve(self, incoming: IncomingRequest) -> None:
-        reply: dict[str, Any] | None = None
+    async def _serve_registered(self, incoming: IncomingRequest) -> None:
         try:
-            with incoming.cancel_scope:
-                try:
-                    result = await self.handle_request(incoming)
-                    reply = {"jsonrpc": "2.0", "id": incoming.id, "result": result}
-                except McpError as exc:
-                    reply = {"jsonrpc": "2.0", "id": incoming.id, "error": exc.to_error()}
-                except anyio.get_cancelled_exc_class():
-                    raise
-                except Exception as exc:
-                    log.exception("handler for %s failed", incoming.method)
-                    reply = {
-                        "jsonrpc": "2.0",
-                        "id": incoming.id,
-                        "error": {"code": INTERNAL_ERROR, "message": f"Internal error: {type(exc).__name__}: {exc}"},
-                    }
-            if incoming.cancel_scope.cancelled_caught:
-                return  # cancelled by the peer: no response
-            if reply is not None:
-                await self._send_reply(incoming, reply)
+            await self.serve(incoming)
         finally:
             self._in_flight.pop(incoming.id, None)
+            if self._slots is not None:
+                self._slots.release()
+
+    async def serve_inline(self, request: wire.Request, context: TransportContext, route: Any = None) -> None:
+        """Serve one request in the caller's task, replying on `context.reply` (request-scoped
+        transports; `route` when the transport routed it already). Cancelling the caller
+        cancels the handler; nothing is sent after that."""
+        await self.serve(IncomingRequest(request.id, request.method, request.params, context, route=route))
+
+    async def serve(self, incoming: IncomingRequest) -> None:
+        """Run the handler for one request and send its reply (none if the request was cancelled)."""
+        reply: dict[str, Any] | None = None
+        with incoming.cancel_scope:
+            try:
+                result = await self.handle_request(incoming)
+                reply = wire.result(incoming.id, wire.to_wire(result))
+            except McpError as exc:
+                reply = wire.error(incoming.id, exc.code, exc.message, exc.data)
+            except anyio.get_cancelled_exc_class():
+                if incoming.cancel_scope.cancel_called or anyio.current_effective_deadline() == -math.inf:
+                    raise  # the request or the session is being cancelled: ours, so it propagates
+                log.warning("the handler for %s was cancelled from outside; answering with an error", incoming.method)
+                reply = wire.error(
+                    incoming.id, INTERNAL_ERROR, f"Internal error: the {incoming.method} handler was cancelled"
+                )
+            except Exception as exc:
+                log.exception("handler for %s failed", incoming.method)
+                reply = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+        if incoming.cancel_scope.cancelled_caught or reply is None:
+            return  # cancelled by the peer: no response
+        await self._send_reply(incoming, reply)
 
     async def _send_reply(self, incoming: IncomingRequest, reply: dict[str, Any]) -> None:
+        route = incoming.context.reply
         try:
-            await self.send_message(self._encode_reply(reply))
+            await self.send_message(reply, route=route, final=True)
+            return
         except ConnectionClosed:
-            pass
+            return
+        except MessageTooLarge as exc:
+            log.error("the reply to %s is too large: %s", incoming.method, exc)
+            error = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: the reply is too large: {exc}")
         except (ValueError, TypeError) as exc:  # not serialisable: the handler's bug, not the session's end
             log.error("could not encode the reply to %s: %s", incoming.method, exc)
-            error = {"code": INTERNAL_ERROR, "message": f"Internal error: the reply could not be encoded: {exc}"}
-            try:
-                await self.send_message({"jsonrpc": "2.0", "id": incoming.id, "error": error})
-            except (ConnectionClosed, ValueError, TypeError):
-                pass
+            error = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: the reply could not be encoded: {exc}")
+        await self._reply_quietly(error, route)
 
-    def _encode_reply(self, reply: dict[str, Any]) -> dict[str, Any]:
-        result = reply.get("result")
-        if result is not None and hasattr(result, "model_dump"):
-            reply["result"] = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        return reply
-
-    async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+    async def _on_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:
         if method == "notifications/cancelled":
             target = (params or {}).get("requestId")
-            incoming = self._in_flight.get(target) if isinstance(target, (str, int)) else None
+            incoming = self._in_flight.get(target) if wire.is_request_id(target) else None
             if incoming is not None and self.accepts_cancel(incoming):
                 incoming.cancel_scope.cancel()
-            await self._maybe_handle_notification(method, params)
+        elif method == "notifications/progress":
+            await self.calls.progress(params or {})
             return
-        if method == "notifications/progress":
-            token = (params or {}).get("progressToken")
-            callback = self._progress.get(token) if isinstance(token, (str, int)) else None
-            if callback is not None:
-                progress = params.get("progress") if params else None
-                if isinstance(progress, (int, float)) and not isinstance(progress, bool):
-                    total = params.get("total") if params else None
-                    message = params.get("message") if params else None
-                    try:
-                        outcome = callback(
-                            float(progress),
-                            float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
-                            message if isinstance(message, str) else None,
-                        )
-                        if outcome is not None:
-                            await outcome
-                    except Exception:
-                        log.exception("progress callback failed")
-            return
-        await self._maybe_handle_notification(method, params)
-
-    def accepts_cancel(self, incoming: IncomingRequest) -> bool:
-        """Whether the peer may cancel this request (legacy `initialize` may not be cancelled)."""
-        return True
-
-    async def _maybe_handle_notification(self, method: str, params: dict[str, Any] | None) -> None:
         try:
-            await self.handle_notification(method, params)
+            await self.handle_notification(method, params, context)
         except McpError as exc:
             log.warning("ignored %s notification: %s", method, exc)
         except Exception:

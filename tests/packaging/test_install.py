@@ -183,12 +183,14 @@ def test_wheel_contents_and_dependencies(dist: Path) -> None:
         "mcpgen/codegen/py.typed",
     } <= names
     assert not [n for n in names if n.endswith("schema.json")], "no upstream schema text is shipped"
+    runtime = {f"mcpgen/runtime/{p.relative_to(REPO / 'runtime').as_posix()}" for p in (REPO / "runtime").rglob("*.py")}
+    assert runtime <= names, f"runtime modules missing from the wheel: {sorted(runtime - names)}"
     (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
     requires = Parser().parsestr(archive.read(meta).decode()).get_all("Requires-Dist") or []
     unconditional = {
         r.split(";")[0].split(">")[0].split("=")[0].split("<")[0].strip() for r in requires if ";" not in r
     }
-    assert unconditional == {"pydantic", "typing_extensions", "anyio", "click"}
+    assert unconditional == {"pydantic", "typing_extensions", "anyio", "click", "jsonschema"}
     codegen = [r for r in requires if 'extra == "codegen"' in r]
     assert {r.split("=")[0].split(">")[0] for r in codegen} == {"datamodel-code-generator", "black", "jinja2"}
 
@@ -209,7 +211,9 @@ def test_wheel_installs_the_runtime_alone(dist: Path, tmp_path: Path) -> None:
     )
     assert broken.returncode == 1
     last = broken.stderr.strip().splitlines()[-1]
-    assert last.startswith("ModuleNotFoundError: mcpgen's generated tree (mcpgen.generated) is missing: run ")
+    assert last.startswith(
+        "ModuleNotFoundError: mcpgen's generated tree is missing: run `mcpgen sync && mcpgen generate`"
+    )
 
 
 def test_sdist_installs_the_runtime_alone(dist: Path, tmp_path: Path) -> None:

@@ -476,7 +476,7 @@ async def test_server_keeps_nothing_between_rounds() -> None:
     async with raw_server(server) as peer:
         await first_round(peer)
         session = next(iter(server.sessions))
-        assert not session._in_flight and not session._pending
+        assert session.in_flight == 0 and session.pending == 0
         assert (await peer.request(5, "tools/call", {"_meta": meta(), "name": "busy"}))["result"][
             "resultType"
         ] == "input_required"
@@ -587,7 +587,6 @@ async def test_capabilities_inferred_from_handlers_and_explicit_wins() -> None:
 async def test_extensions_are_off_unless_configured_and_only_where_the_schema_has_them() -> None:
     assert "extensions" not in Client(memory_pair()[0]).capabilities(V26)
     client = Client(memory_pair()[0], extensions={"com.example/thing": {"level": 2}})
-    client.session = type("S", (), {"version": V26})()  # type: ignore[assignment]
     assert client.capabilities(V26)["extensions"] == {"com.example/thing": {"level": 2}}
     assert "extensions" not in client.capabilities(V25)
     server = Server("ext")

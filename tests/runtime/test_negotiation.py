@@ -114,15 +114,67 @@ async def run_client(script: dict[str, Any], **options: Any) -> tuple[Any, list[
 async def test_auto_falls_back_on_any_other_error(refusal: dict[str, Any]) -> None:
     version, seen = await run_client({"server/discover": refusal, "initialize": init_result(V25)}, mode="auto")
     assert version == V25
-    assert [m.get("method") for m in seen][:3] == ["server/discover", "initialize", "notifications/initialized"]
+    methods = [m.get("method") for m in seen if m.get("method") != "ping"]
+    assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
+
+
+PONG = {"result": {}}
 
 
 async def test_auto_falls_back_when_the_probe_gets_no_answer() -> None:
-    version, seen = await run_client({"initialize": init_result(V25)}, mode="auto", probe_timeout=0.2)
+    """The server is up (it answers the liveness ping) but ignores the probe: after the probe
+    timeout, counted from the ping's answer, the client falls back to initialize."""
+    version, seen = await run_client({"ping": PONG, "initialize": init_result(V25)}, mode="auto", probe_timeout=0.2)
     assert version == V25
     assert "notifications/cancelled" not in [m.get("method") for m in seen], (
         "no cancel is sent to a server before initialize"
     )
+
+
+async def test_auto_waits_for_a_server_that_answers_nothing_until_the_startup_timeout() -> None:
+    version, seen = await run_client(
+        {"initialize": init_result(V25)}, mode="auto", probe_timeout=0.1, startup_timeout=0.5
+    )
+    assert version == V25
+    methods = [m.get("method") for m in seen]
+    assert methods[:3] == ["server/discover", "ping", "initialize"]
+
+
+async def test_a_late_discover_answer_is_adopted_after_the_fallback_was_sent() -> None:
+    """A slow modern server: the probe clock ran out, initialize went out, and then the discover
+    answer came (before initialize's): the client adopts the modern version."""
+    release = anyio.Event()
+
+    def discover(message: dict[str, Any]) -> dict[str, Any]:
+        return {"result": {"resultType": "complete", "supportedVersions": [V26], "capabilities": {}}}
+
+    async def slow_server(peer: RawPeer, seen: list[dict[str, Any]]) -> None:
+        held: dict[str, Any] | None = None
+        while True:
+            try:
+                message = await peer.receive(timeout=10)
+            except anyio.EndOfStream:
+                return
+            seen.append(message)
+            if message.get("method") == "ping":
+                await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            elif message.get("method") == "server/discover":
+                held = message
+            elif message.get("method") == "initialize":
+                assert held is not None
+                await peer.send({"jsonrpc": "2.0", "id": held["id"], **discover(held)})
+                release.set()
+
+    client_end, server_end = memory_pair()
+    seen: list[dict[str, Any]] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow_server, RawPeer(server_end), seen)
+        async with Client(client_end, mode="auto", probe_timeout=0.2) as client:
+            assert client.protocol_version == V26
+            assert client.era == "modern"
+        tg.cancel_scope.cancel()
+    assert release.is_set()
+    assert "notifications/initialized" not in [m.get("method") for m in seen]
 
 
 async def test_auto_falls_back_when_discover_result_is_not_modern() -> None:
@@ -134,7 +186,7 @@ async def test_auto_switches_to_initialize_when_32022_lists_only_a_legacy_versio
     refusal = {"error": {"code": -32022, "message": "Unsupported", "data": {"supported": [V25], "requested": V26}}}
     version, seen = await run_client({"server/discover": refusal, "initialize": init_result(V25)}, mode="auto")
     assert version == V25
-    assert [m.get("method") for m in seen][:2] == ["server/discover", "initialize"]
+    assert [m.get("method") for m in seen if m.get("method") != "ping"][:2] == ["server/discover", "initialize"]
 
 
 async def test_auto_does_not_fall_back_when_32022_lists_nothing_in_common() -> None:

@@ -23,7 +23,7 @@ time.sleep(600)                                  # ...it stays
 async def test_stdio_client_kills_a_server_that_will_not_stop() -> None:
     started = time.monotonic()
     async with stdio_client(sys.executable, ["-c", STUBBORN], shutdown_timeout=0.3) as transport:
-        pid = transport.info["pid"]
+        pid = transport.pid
     assert time.monotonic() - started < 10
     with pytest.raises(ProcessLookupError):
         import os

@@ -1,79 +1,44 @@
-"""Transports: a pair of anyio message streams carrying one JSON-RPC message per item.
+"""stdio: newline-delimited JSON-RPC over a child process's pipes or this process's stdin/stdout.
 
-`Transport.receive` yields `bytes` (one message) or `Oversized` (a message over the size limit
-was dropped, without buffering it); `Transport.send` takes `bytes`. A transport knows nothing of
-JSON-RPC, which keeps Streamable HTTP (a later issue) a matter of producing these two streams.
-
-- `memory_pair()`: two connected in-process transports.
-- `stdio_client(command, ...)`: spawn a server process and talk over its stdin/stdout
-  (newline-delimited); on exit close stdin, wait, then terminate and kill if it will not stop.
+- `stdio_client(command, args, ...)`: spawn a server and talk over its stdin/stdout; on exit
+  close stdin, wait, then terminate and kill if it will not stop.
 - `stdio_server()`: serve over this process's stdin/stdout (logs belong on stderr).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
-from typing import Any
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import dataclass
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectReceiveStream, ObjectSendStream, Process
 
-DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+from .base import DEFAULT_MAX_MESSAGE_BYTES, HEAD_BYTES, Inbound, Oversized, Transport, TransportContext
 
-
-@dataclass(frozen=True)
-class Oversized:
-    """A message longer than the limit arrived and was discarded."""
-
-    size_at_least: int
-    limit: int
-
-
-Frame = bytes | Oversized
-
-
-@dataclass
-class Transport:
-    """One end of a connection: frames in, frames out."""
-
-    receive: ObjectReceiveStream[Frame]
-    send: ObjectSendStream[bytes]
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    info: dict[str, Any] = field(default_factory=dict)
-
-    async def aclose(self) -> None:
-        await self.send.aclose()
-        await self.receive.aclose()
-
-
-def memory_pair(
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, buffer: float = math.inf
-) -> tuple[Transport, Transport]:
-    """Two connected transports (client end, server end), in process."""
-    a_send, b_receive = anyio.create_memory_object_stream[Frame](buffer)
-    b_send, a_receive = anyio.create_memory_object_stream[Frame](buffer)
-    return (
-        Transport(a_receive, a_send, max_message_bytes, {"kind": "memory"}),
-        Transport(b_receive, b_send, max_message_bytes, {"kind": "memory"}),
-    )
+STDIO = TransportContext("stdio")
 
 
 class LineSplitter:
-    """Cut a byte stream into newline-delimited messages, never holding more than `limit` bytes."""
+    """Cut a byte stream into newline-delimited messages, never holding more than `limit` bytes
+    (of a longer line only its first `HEAD_BYTES` are kept, to read its id)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._buf = bytearray()
+        self._head = b""
         self._discarding = False
         self._dropped = 0
 
-    def feed(self, chunk: bytes) -> list[Frame]:
-        out: list[Frame] = []
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the message being read."""
+        return len(self._buf) + len(self._head)
+
+    def feed(self, chunk: bytes) -> list[Inbound]:
+        out: list[Inbound] = []
         start = 0
         while True:
             nl = chunk.find(b"\n", start)
@@ -85,71 +50,70 @@ class LineSplitter:
                 if len(self._buf) > self.limit:
                     self._discarding = True
                     self._dropped = len(self._buf)
+                    self._head = bytes(self._buf[:HEAD_BYTES])
                     self._buf.clear()
             if nl < 0:
                 return out
-            if self._discarding:
-                out.append(Oversized(self._dropped, self.limit))
-                self._discarding = False
-                self._dropped = 0
-            else:
-                line = bytes(self._buf).strip()
-                if line:
-                    out.append(line)
-            self._buf.clear()
+            out.extend(self._take())
             start = nl + 1
 
-    def finish(self) -> list[Frame]:
-        """What is left at end of stream (a last message without its newline)."""
-        out: list[Frame] = []
+    def _take(self) -> list[Inbound]:
         if self._discarding:
-            out.append(Oversized(self._dropped, self.limit))
-        elif self._buf.strip():
-            out.append(bytes(self._buf).strip())
+            found: list[Inbound] = [Oversized(self._dropped, self.limit, self._head.strip())]
+            self._discarding, self._dropped, self._head = False, 0, b""
+            return found
+        line = bytes(self._buf).strip()
         self._buf.clear()
-        return out
+        return [line] if line else []
+
+    def finish(self) -> list[Inbound]:
+        """What is left at end of stream (a last message without its newline)."""
+        return self._take()
 
 
-async def _pump_lines(source: ByteReceiveStream, sink: ObjectSendStream[Frame], limit: int) -> None:
+async def _pump_lines(source: ByteReceiveStream, sink: ObjectSendStream[Inbound], limit: int) -> None:
     splitter = LineSplitter(limit)
     async with sink:
         try:
             async for chunk in source:
-                for frame in splitter.feed(chunk):
-                    await sink.send(frame)
+                for item in splitter.feed(chunk):
+                    await sink.send(item)
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
-        for frame in splitter.finish():
+        for item in splitter.finish():
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await sink.send(frame)
+                await sink.send(item)
 
 
 async def _pump_writes(
     source: ObjectReceiveStream[bytes], sink: ByteSendStream, done: anyio.Event | None = None
 ) -> None:
     try:
-        await _write_all(source, sink)
+        async with source:
+            try:
+                async for frame in source:
+                    if b"\n" in frame:  # stdio messages must not contain embedded newlines
+                        frame = frame.replace(b"\n", b"\\n")
+                    await sink.send(frame + b"\n")
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                pass
+            finally:
+                with suppress(Exception):
+                    await sink.aclose()
     finally:
         if done is not None:
             done.set()
 
 
-async def _write_all(source: ObjectReceiveStream[bytes], sink: ByteSendStream) -> None:
-    async with source:
-        try:
-            async for frame in source:
-                if b"\n" in frame:  # stdio messages must not contain embedded newlines
-                    frame = frame.replace(b"\n", b"\\n")
-                await sink.send(frame + b"\n")
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            pass
-        finally:
-            with suppress(Exception):
-                await sink.aclose()
+@dataclass
+class ProcessTransport(Transport):
+    """A transport to a child process (`pid` is the process id)."""
+
+    pid: int = 0
 
 
 @asynccontextmanager
-async def stdio_client(
+async def stdio_client(  # noqa: PLR0913 - every keyword is a documented option
     command: str,
     args: Sequence[str] = (),
     *,
@@ -158,21 +122,19 @@ async def stdio_client(
     stderr: int | None = None,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     shutdown_timeout: float = 2.0,
-) -> AsyncIterator[Transport]:
+) -> AsyncIterator[ProcessTransport]:
     """Spawn `command args` and yield a transport over its stdin/stdout.
 
-    The child's stderr goes to ours unless `stderr` says otherwise (e.g. `subprocess.DEVNULL`).
+    The child inherits our stderr unless `stderr` says otherwise (e.g. `subprocess.DEVNULL`).
     On exit: stdin is closed (the polite stop for a stdio server), then after `shutdown_timeout`
     the process is terminated, then killed.
     """
     full_env = {**os.environ, **(env or {})}
-    process: Process = await anyio.open_process(
-        [command, *args], env=full_env, cwd=cwd, stderr=stderr if stderr is not None else sys.stderr
-    )
+    process: Process = await anyio.open_process([command, *args], env=full_env, cwd=cwd, stderr=stderr)
     assert process.stdout is not None and process.stdin is not None
-    in_send, in_receive = anyio.create_memory_object_stream[Frame](64)
+    in_send, in_receive = anyio.create_memory_object_stream[Inbound](64)
     out_send, out_receive = anyio.create_memory_object_stream[bytes](64)
-    transport = Transport(in_receive, out_send, max_message_bytes, {"kind": "stdio", "pid": process.pid})
+    transport = ProcessTransport(in_receive, out_send, max_message_bytes, STDIO, pid=process.pid)
     drained = anyio.Event()
     try:
         async with anyio.create_task_group() as tg:
@@ -190,6 +152,47 @@ async def stdio_client(
     finally:
         with suppress(Exception):
             await in_receive.aclose()
+
+
+@dataclass(frozen=True)
+class Stdio:
+    """A server to spawn and talk to over stdio: `Client(stdio(["python", "server.py"], env=...))`."""
+
+    command: tuple[str, ...]
+    env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None
+    stderr: int | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    shutdown_timeout: float = 2.0
+
+    def connect(self) -> AbstractAsyncContextManager[Transport]:
+        return stdio_client(
+            self.command[0],
+            self.command[1:],
+            env=self.env,
+            cwd=self.cwd,
+            stderr=self.stderr,
+            max_message_bytes=self.max_message_bytes,
+            shutdown_timeout=self.shutdown_timeout,
+        )
+
+
+def stdio(  # noqa: PLR0913 - every keyword is a documented option
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: int | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    shutdown_timeout: float = 2.0,
+) -> Stdio:
+    """A server command (a list: program and arguments) and how to run it; `env` adds variables
+    to ours, `stderr` may be e.g. `subprocess.DEVNULL`."""
+    if isinstance(command, str) or not command or not all(isinstance(part, str) for part in command):
+        raise TypeError(
+            f'a server command is a non-empty list of strings, e.g. ["python", "server.py"], not {command!r}'
+        )
+    return Stdio(tuple(command), env, cwd, stderr, max_message_bytes, shutdown_timeout)
 
 
 async def _stop(process: Process, timeout: float) -> None:
@@ -282,9 +285,9 @@ async def stdio_server(
     """
     in_fd = sys.stdin.fileno() if stdin_fd is None else stdin_fd
     out_fd = sys.stdout.fileno() if stdout_fd is None else stdout_fd
-    in_send, in_receive = anyio.create_memory_object_stream[Frame](64)
+    in_send, in_receive = anyio.create_memory_object_stream[Inbound](64)
     out_send, out_receive = anyio.create_memory_object_stream[bytes](64)
-    transport = Transport(in_receive, out_send, max_message_bytes, {"kind": "stdio"})
+    transport = Transport(in_receive, out_send, max_message_bytes, STDIO)
     source, sink = _FileReceive(in_fd), _FileSend(out_fd)
     try:
         async with anyio.create_task_group() as writer:
@@ -299,15 +302,3 @@ async def stdio_server(
     finally:
         await source.aclose()
         await sink.aclose()
-
-
-__all__ = [
-    "DEFAULT_MAX_MESSAGE_BYTES",
-    "Frame",
-    "LineSplitter",
-    "Oversized",
-    "Transport",
-    "memory_pair",
-    "stdio_client",
-    "stdio_server",
-]

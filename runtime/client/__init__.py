@@ -1,0 +1,407 @@
+"""The client: connect, negotiate a protocol version, and call what the server offers.
+
+    async with Client(["python", "server.py"]) as client:     # stdio; or Client(stdio([...], env=...)),
+        print(client.protocol_version, client.server_info)   # Client(transport), Client(connector)
+        async for tool in client.tools():
+            ...
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+
+Negotiation (`mode`) is described in `negotiation`. Every call is checked against the
+negotiated version's table before anything is sent: the method must exist and be ours to send,
+the server must have advertised the capability that gates it (`CapabilityError` otherwise), the
+params must validate. Results come back as the version's models; structured tool output is
+checked against the tool's `outputSchema`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from types import ModuleType
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ValidationError
+
+from .. import eras, wire
+from ..capabilities import gate_allows, merge_capabilities, missing_paths
+from ..correlation import ProgressCallback
+from ..errors import CapabilityError, ConnectionClosed, InvalidParams, RemoteProtocolError
+from ..registry import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LOG_LEVEL_KEY,
+    LOG_LEVELS,
+    PROTOCOL_VERSION_KEY,
+    REQUEST,
+    SERVER_INFO_KEY,
+    VersionRegistry,
+    validation_detail,
+)
+from ..session import DEFAULT, Timeout
+from ..transport.base import Connector, Transport
+from ..transport.stdio import stdio
+from ..worker import call
+from .calls import Calls, OutputSchemas
+from .input import ElicitationHandler, Inputs, SamplingHandler, check_callback, needs_input
+from .negotiation import negotiate
+from .session import ClientSession
+from .subscriptions import Event, ListenRequest, Subscription
+
+log = logging.getLogger("mcpgen.runtime.client")
+
+DEFAULT_CLIENT_INFO = {"name": "mcpgen", "version": "0.1.0"}
+Target = Transport | Connector | Sequence[str] | str
+
+
+def connector_for(target: Target) -> Transport | Connector:
+    """What `Client(target)` connects through: a transport, a connector, a command list or a URL."""
+    if isinstance(target, Transport):
+        return target
+    if not isinstance(target, (str, Sequence)):
+        return target
+    if isinstance(target, str):
+        if target.startswith(("http://", "https://")):
+            raise ValueError(f"Client({target!r}): Streamable HTTP is not supported yet; use a stdio command")
+        raise TypeError(
+            f"Client({target!r}): a server command is a list of arguments, e.g. Client({target.split()!r}); "
+            'a remote server is a URL, e.g. Client("http://localhost:8000/mcp")'
+        )
+    return stdio(target)
+
+
+class Client(Calls):
+    """An MCP client for one server (see the module docstring)."""
+
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        server: Target,
+        *,
+        mode: str = "auto",
+        client_info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        registry: VersionRegistry | ModuleType | None = None,
+        versions: Iterable[str] | None = None,
+        request_timeout: float | None = 60.0,
+        probe_timeout: float = 3.0,
+        startup_timeout: float | None = None,
+        log_level: str | None = None,
+        on_list_changed: Callable[[str], Any] | None = None,
+        on_resource_updated: Callable[[str | None], Any] | None = None,
+        on_log: Callable[[Any, Any, Any], Any] | None = None,
+        roots: Iterable[Mapping[str, Any] | str] | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        sampling_tools: bool = False,
+        elicitation_handler: ElicitationHandler | None = None,
+        elicitation_modes: Iterable[str] = ("form",),
+        extensions: Mapping[str, Mapping[str, Any]] | None = None,
+        mrtr: bool = True,
+        max_input_rounds: int = 10,
+        state_only_pause: float = 0.0,
+        max_pages: int = 1000,
+        max_message_bytes: int | None = None,
+        validate_structured_output: bool = True,
+    ) -> None:
+        self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
+        self.versions = self.registry.check_versions(versions)
+        if mode not in ("auto", "legacy") and mode not in self.versions:
+            raise ValueError(f"mode must be 'auto', 'legacy' or one of {list(self.versions)}, not {mode!r}")
+        if log_level is not None and log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {LOG_LEVELS}")
+        check_callback("on_list_changed", on_list_changed, 1)
+        check_callback("on_resource_updated", on_resource_updated, 1)
+        check_callback("on_log", on_log, 3)
+        self.mode = mode
+        self.target = connector_for(server)
+        self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
+        self._capability_overrides = capabilities
+        self.request_timeout = request_timeout
+        self.probe_timeout = probe_timeout
+        self.startup_timeout = startup_timeout if startup_timeout is not None else (request_timeout or 60.0)
+        self.log_level = log_level
+        self.on_list_changed = on_list_changed
+        self.on_resource_updated = on_resource_updated
+        self.on_log = on_log
+        self.max_message_bytes = max_message_bytes
+        self.inputs = Inputs(
+            self,
+            roots=roots,
+            sampling_handler=sampling_handler,
+            sampling_tools=sampling_tools,
+            elicitation_handler=elicitation_handler,
+            elicitation_modes=elicitation_modes,
+        )
+        self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
+        self.mrtr = mrtr
+        self.max_input_rounds = max_input_rounds
+        self.state_only_pause = state_only_pause
+        self.max_pages = max_pages
+        self.output_schemas = OutputSchemas(self) if validate_structured_output else None
+        self._session: ClientSession | None = None
+        self.server_info: dict[str, Any] | None = None
+        self.server_capabilities: dict[str, Any] | None = None
+        self.instructions: str | None = None
+        self._stack: AsyncExitStack | None = None
+        self.last_bad_frames = 0  # non-JSON lines the server wrote on the last connection
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def session(self) -> ClientSession:
+        """The connection's session (`ConnectionClosed` when not connected)."""
+        if self._session is None:
+            raise ConnectionClosed("the client is not connected (use `async with Client(...)`)")
+        return self._session
+
+    @property
+    def connected(self) -> bool:
+        return self._session is not None and not self._session.closed
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol version."""
+        return self.session.version or ""
+
+    @property
+    def era(self) -> str:
+        """The era of the negotiated version: `handshake` or `modern`."""
+        return self.registry.era(self.protocol_version)
+
+    @property
+    def roots(self) -> list[dict[str, Any]] | None:
+        return self.inputs.roots
+
+    def capabilities(self, version: str | None = None) -> dict[str, Any]:
+        """What this client declares (for `version`, default the negotiated one): inferred from its
+        handlers and roots, unless `capabilities=` was given, which wins outright (an empty mapping
+        declares nothing)."""
+        if self._capability_overrides is not None:
+            return merge_capabilities({}, self._capability_overrides)
+        if version is None and self._session is not None:
+            version = self._session.version
+        caps = self.inputs.capabilities(self.registry.methods(version) if version else {})
+        if self.extensions and version is not None:
+            method, path = eras.era_named(self.registry.era(version)).client_capabilities_at
+            if self.registry.has_field(version, method, (*path, "extensions")):
+                caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}
+        return caps
+
+    def request_meta(self, version: str) -> dict[str, Any]:
+        """The `_meta` a modern request carries."""
+        meta: dict[str, Any] = {
+            PROTOCOL_VERSION_KEY: version,
+            CLIENT_CAPABILITIES_KEY: self.capabilities(version),
+            CLIENT_INFO_KEY: self.client_info,
+        }
+        if self.log_level is not None:
+            meta[LOG_LEVEL_KEY] = self.log_level
+        return meta
+
+    def initialize_params(self, version: str) -> dict[str, Any]:
+        return {"protocolVersion": version, "capabilities": self.capabilities(version), "clientInfo": self.client_info}
+
+    # -- connecting ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        session: ClientSession | None = None
+        try:
+            target = self.target
+            transport = target if isinstance(target, Transport) else await stack.enter_async_context(target.connect())
+            options: dict[str, Any] = {"request_timeout": self.request_timeout}
+            if self.max_message_bytes:
+                options["max_message_bytes"] = self.max_message_bytes
+            session = ClientSession(self, transport, **options)
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)
+            await tg.start(session.run)
+            self._session = session
+            await self._connect()
+        except BaseException:
+            if session is not None:
+                self.last_bad_frames = session.bad_frames
+            self._session = None
+            await stack.__aexit__(None, None, None)
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            self.last_bad_frames = self._session.bad_frames
+        stack, self._stack = self._stack, None
+        session, self._session = self._session, None
+        if session is not None and session.transport is not None:
+            with contextlib.suppress(Exception):
+                await session.transport.send.aclose()  # the peer sees the end of the connection
+        if stack is not None:
+            # The body's errors propagate as they are: our task group is cancelled, never handed them.
+            await stack.__aexit__(None, None, None)
+
+    async def _connect(self) -> None:
+        adopted = await negotiate(self)
+        session = self.session
+        session.version = adopted.version
+        session.era = eras.era_named(self.registry.era(adopted.version))
+        answer = adopted.answer or {}
+        if adopted.answer is not None:
+            caps = answer.get("capabilities")
+            self.server_capabilities = caps if isinstance(caps, dict) else {}
+            instructions = answer.get("instructions")
+            self.instructions = instructions if isinstance(instructions, str) else None
+            meta = answer.get("_meta")
+            info = answer.get("serverInfo", meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None)
+            self.server_info = info if isinstance(info, dict) else None
+        await session.era.adopted(self)
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    def spec(self, method: str) -> Any:
+        """The table row of `method` for the negotiated version, checked as ours to send."""
+        version = self.protocol_version
+        spec = self.registry.spec(version, method)
+        if spec is None:
+            raise CapabilityError(f"{method} is not a method of protocol {version}")
+        if spec.kind != REQUEST or not spec.direction.allows("client"):
+            raise CapabilityError(f"{method} is not a request a client sends in protocol {version}")
+        if spec.deprecated:
+            _warn_deprecated(version, method, spec.deprecation_reason)
+        return spec
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
+        resolve_input: bool = True,
+    ) -> Any:
+        """Send any request of the negotiated version's table; returns its result model.
+
+        For methods that may need input (MRTR), the driver answers input requests with this
+        client's handlers and retries, unless `mrtr=False` or `resolve_input=False`: then the
+        `InputRequiredResult` is returned, and `retry()` sends your own answers.
+
+        Fails before sending (`CapabilityError`) if the method is not ours to send or the server
+        did not advertise the capability that gates it, and (`InvalidParams`) if the params do
+        not validate.
+        """
+        spec = self.spec(method)
+        era = self.session.era
+        assert era is not None
+        body = era.decorate(self, self.protocol_version, wire.to_wire(params))
+        self._check_gate(spec, body)
+        if body is not None or spec.params_required:
+            try:
+                spec.parse_params(body)
+            except (ValidationError, ValueError) as exc:
+                detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
+                raise InvalidParams(f"invalid params for {method}: {detail}") from None
+
+        async def send(retry_body: dict[str, Any] | None) -> Any:
+            return await self._send(spec, retry_body, timeout, progress)
+
+        result = await send(body)
+        if spec.may_require_input and resolve_input and self.mrtr and needs_input(result):
+            result = await self.inputs.drive(spec, body, result, send)
+        return result
+
+    def _check_gate(self, spec: Any, body: Mapping[str, Any] | None) -> None:
+        gate = spec.capability
+        if gate is None or gate.side not in ("server", "receiver") or self.server_capabilities is None:
+            return
+        if not gate_allows(self.server_capabilities, gate, body):
+            missing = missing_paths(self.server_capabilities, gate, body)
+            raise CapabilityError(
+                f"the server does not offer {', '.join(missing) or gate.path} (needed for {spec.method})"
+            )
+
+    async def _send(
+        self, spec: Any, body: dict[str, Any] | None, timeout: Timeout, progress: ProgressCallback | None
+    ) -> Any:
+        raw = await self.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+        try:
+            return spec.parse_result(raw)
+        except (ValidationError, ValueError) as exc:
+            detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise RemoteProtocolError(f"the server sent an invalid {spec.method} result: {detail}") from exc
+
+    async def retry(
+        self, method: str, params: Mapping[str, Any] | None, result: Any, responses: Mapping[str, Any]
+    ) -> Any:
+        """With the driver off: send the retry of `method` for an `InputRequiredResult`, with your own answers."""
+        from .input import retry_params
+
+        spec = self.spec(method)
+        era = self.session.era
+        assert era is not None
+        body = era.decorate(self, self.protocol_version, params) or {}
+        return await self._send(spec, retry_params(body, result, responses), DEFAULT, None)
+
+    async def fulfil(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer input requests with this client's handlers (what the driver does each round)."""
+        return await self.inputs.fulfil(requests)
+
+    # -- roots, logging, change notifications ----------------------------------------------------------
+
+    async def add_roots(self, *roots: Mapping[str, Any] | str) -> None:
+        """Add roots; a handshake-era server that was told `roots.listChanged` hears about it."""
+        from .input import root
+
+        self.inputs.roots = [*(self.inputs.roots or []), *(root(r) for r in roots)]
+        await self._roots_changed()
+
+    async def remove_roots(self, *uris: str) -> None:
+        self.inputs.roots = [r for r in (self.inputs.roots or []) if r["uri"] not in uris]
+        await self._roots_changed()
+
+    async def _roots_changed(self) -> None:
+        if self._session is not None and self._session.era is not None:
+            await self._session.era.roots_changed(self)
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask for log messages from `level` up (handshake era: `logging/setLevel`; modern: the
+        level every later request carries)."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"level must be one of {LOG_LEVELS}")
+        self.log_level = level
+        era = self.session.era
+        assert era is not None
+        await era.set_log_level(self, level)
+
+    async def on_event(self, event: Event) -> None:
+        """Run the change callbacks for one event (on the session's callback worker)."""
+        if event.kind == "resource":
+            if self.on_resource_updated is not None:
+                await call(self.on_resource_updated, event.uri)
+        elif self.on_list_changed is not None:
+            await call(self.on_list_changed, event.kind)
+        if self.output_schemas is not None and event.kind == "tools":
+            self.output_schemas.forget()
+
+    def listen(
+        self, *, tools: bool = False, prompts: bool = False, resources: bool = False, resource_uris: Iterable[str] = ()
+    ) -> AbstractAsyncContextManager[Subscription]:
+        """Receive change notifications: a `subscriptions/listen` stream on a modern connection,
+        `resources/subscribe` plus pushed list-changed notifications on a handshake-era one.
+        `sub.honoured` says what the server agreed to send."""
+        kinds = tuple(kind for flag, kind in ((tools, "tools"), (prompts, "prompts"), (resources, "resources")) if flag)
+        era = self.session.era
+        assert era is not None
+        return era.listen(self, ListenRequest(kinds, tuple(sorted(set(resource_uris)))))
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_deprecated(version: str, method: str, reason: str | None) -> None:
+    if (version, method) not in _warned:
+        _warned.add((version, method))
+        log.warning("%s is deprecated in protocol %s%s", method, version, f": {reason}" if reason else "")
+
+
+__all__ = ["Client", "ClientSession", "Event", "Subscription", "connector_for"]

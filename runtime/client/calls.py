@@ -1,0 +1,194 @@
+"""The client's typed convenience calls: tools, prompts, resources, completion, pagination.
+
+Each is one table method (`Client.request` checks and sends it); listing iterators follow
+`nextCursor` page after page, at most `max_pages` pages (`PaginationError` past that, or when
+the server repeats a cursor). Structured tool output is checked against the tool's
+`outputSchema` (`StructuredOutputError`), the schemas learned from `tools/list`.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .. import wire
+from ..capabilities import has_capability
+from ..correlation import ProgressCallback
+from ..errors import McpError, PaginationError, StructuredOutputError
+from ..features.tools import schema_problem
+from ..session import DEFAULT, Timeout
+
+if TYPE_CHECKING:
+    from . import Client
+
+log = logging.getLogger("mcpgen.runtime.client")
+
+
+def _cursor(cursor: str | None) -> dict[str, Any] | None:
+    return {"cursor": cursor} if cursor is not None else None
+
+
+class OutputSchemas:
+    """The `outputSchema` of each tool, learned from listing tools, as JSON Schema validators."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._validators: dict[str, Any] = {}
+        self._known = False
+
+    def forget(self) -> None:
+        """The tool list changed: learn again on the next call."""
+        self._validators.clear()
+        self._known = False
+
+    def learn(self, tool: Any) -> None:
+        schema = wire.to_wire(getattr(tool, "output_schema", None))
+        if isinstance(schema, dict):
+            import jsonschema
+
+            self._validators[tool.name] = jsonschema.validators.validator_for(schema)(schema)
+
+    async def check(self, name: str, result: Any) -> None:
+        """Raise `StructuredOutputError` if `result`'s structured content does not fit the tool's schema."""
+        if getattr(result, "is_error", None) or getattr(result, "result_type", "complete") != "complete":
+            return
+        if (
+            not self._known
+            and name not in self._validators
+            and has_capability(self.client.server_capabilities, "tools")
+        ):
+            self._known = True  # learn the schemas once (again after a tools list change)
+            try:
+                async for tool in self.client.tools():
+                    self.learn(tool)
+            except McpError as exc:
+                log.debug("could not list tools to learn output schemas: %s", exc)
+        validator = self._validators.get(name)
+        if validator is None:
+            return
+        structured = getattr(result, "structured_content", None)
+        if structured is None:
+            raise StructuredOutputError(f"tool {name} has an outputSchema but its result carries no structuredContent")
+        problem = schema_problem(validator, structured)
+        if problem is not None:
+            raise StructuredOutputError(
+                f"tool {name} returned structuredContent that does not match its outputSchema: {problem}"
+            )
+
+
+class Calls(abc.ABC):
+    """Typed calls over `request` (mixed into `Client`)."""
+
+    max_pages: int
+    output_schemas: OutputSchemas | None
+
+    @abc.abstractmethod
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
+        resolve_input: bool = True,
+    ) -> Any: ...
+
+    async def ping(self) -> None:
+        await self.request("ping")
+
+    async def _pages(self, method: str, attribute: str) -> AsyncIterator[Any]:
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(self.max_pages):
+            page = await self.request(method, _cursor(cursor))
+            for item in getattr(page, attribute):
+                yield item
+            cursor = page.next_cursor
+            if not cursor:
+                return
+            if cursor in seen:
+                raise PaginationError(f"{method}: the server repeated cursor {cursor!r}; stopping to avoid a loop")
+            seen.add(cursor)
+        raise PaginationError(f"{method}: the server returned more than {self.max_pages} pages (max_pages)")
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    async def list_tools(self, cursor: str | None = None) -> Any:
+        page = await self.request("tools/list", _cursor(cursor))
+        if self.output_schemas is not None:
+            for tool in page.tools:
+                self.output_schemas.learn(tool)
+        return page
+
+    async def tools(self) -> AsyncIterator[Any]:
+        """Every tool, page after page."""
+        async for tool in self._pages("tools/list", "tools"):
+            if self.output_schemas is not None:
+                self.output_schemas.learn(tool)
+            yield tool
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
+        resolve_input: bool = True,
+    ) -> Any:
+        """Call a tool; input the server asks for is answered by this client's handlers."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        result = await self.request(
+            "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
+        )
+        if self.output_schemas is not None:
+            await self.output_schemas.check(name, result)
+        return result
+
+    # -- prompts -------------------------------------------------------------------------------
+
+    async def list_prompts(self, cursor: str | None = None) -> Any:
+        return await self.request("prompts/list", _cursor(cursor))
+
+    async def prompts(self) -> AsyncIterator[Any]:
+        async for prompt in self._pages("prompts/list", "prompts"):
+            yield prompt
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, **options: Any) -> Any:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return await self.request("prompts/get", params, **options)
+
+    # -- resources -----------------------------------------------------------------------------
+
+    async def list_resources(self, cursor: str | None = None) -> Any:
+        return await self.request("resources/list", _cursor(cursor))
+
+    async def resources(self) -> AsyncIterator[Any]:
+        async for resource in self._pages("resources/list", "resources"):
+            yield resource
+
+    async def list_resource_templates(self, cursor: str | None = None) -> Any:
+        return await self.request("resources/templates/list", _cursor(cursor))
+
+    async def resource_templates(self) -> AsyncIterator[Any]:
+        async for template in self._pages("resources/templates/list", "resource_templates"):
+            yield template
+
+    async def read_resource(self, uri: str, **options: Any) -> Any:
+        return await self.request("resources/read", {"uri": uri}, **options)
+
+    # -- completion ----------------------------------------------------------------------------
+
+    async def complete(
+        self, ref: Mapping[str, Any], argument: Mapping[str, str], context: Mapping[str, Any] | None = None
+    ) -> Any:
+        params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
+        if context is not None:
+            params["context"] = dict(context)
+        return await self.request("completion/complete", params)

@@ -1,0 +1,98 @@
+"""`ClientSession`: the client end of one connection, mechanics only.
+
+It answers what a server may send a client (requests, on a handshake-era session; change,
+log and subscription notifications) by handing them to the `Client`'s handlers and
+subscriptions; the client's callbacks run on the session's ordered worker, never on the reader.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..capabilities import has_capability, missing_paths
+from ..errors import InvalidParams, MethodNotFound
+from ..registry import HANDSHAKE_METHOD, REQUEST, SUBSCRIPTION_ID_KEY
+from ..session import IncomingRequest, Session
+from ..transport.base import Transport, TransportContext
+from ..wire import is_request_id
+from .subscriptions import Subscription, event_for
+
+if TYPE_CHECKING:
+    from ..eras import Era
+    from . import Client
+
+
+class ClientSession(Session):
+    """The client end of one connection."""
+
+    side = "client"
+
+    def __init__(self, client: Client, transport: Transport, **options: Any) -> None:
+        super().__init__(transport, **options)
+        self.client = client
+        self.version: str | None = None
+        self.era: Era | None = None
+        self.listens: dict[str | int, Subscription] = {}
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.version
+
+    def on_closed(self) -> None:
+        for sub in list(self.listens.values()):
+            sub.end()
+
+    def can_cancel(self, method: str) -> bool:
+        if self.version is None or method == HANDSHAKE_METHOD:
+            return False
+        spec = self.client.registry.spec(self.version, "notifications/cancelled")
+        return spec is not None and spec.direction.allows("client")
+
+    async def handle_request(self, request: IncomingRequest) -> Any:
+        if self.version is None or self.era is None or not self.era.answers_server_requests:
+            raise MethodNotFound(f"method not found: {request.method} (servers send no requests in this era)")
+        spec = self.client.registry.spec(self.version, request.method)
+        if spec is None or spec.kind != REQUEST or not spec.direction.allows("server"):
+            raise MethodNotFound(f"method not found: {request.method}")
+        gate = spec.capability
+        if gate is not None and gate.side in ("client", "receiver"):
+            declared = self.client.capabilities()
+            missing = missing_paths(declared, gate, request.params)
+            if missing:
+                if gate.param is not None and has_capability(declared, gate.path):
+                    raise InvalidParams(f"{request.method}: this client did not declare {', '.join(missing)}")
+                raise MethodNotFound(
+                    f"method not found: {request.method} (this client does not declare {', '.join(missing)})"
+                )
+        if request.method not in self.client.inputs.handlers:
+            raise MethodNotFound(f"method not found: {request.method}")
+        return await self.client.inputs.answer(spec, request.params)
+
+    async def handle_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:
+        params = params or {}
+        meta = params.get("_meta")
+        tag = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+        stream = self.listens.get(tag) if is_request_id(tag) else None
+        if method == "notifications/subscriptions/acknowledged":
+            if stream is not None:
+                honoured = params.get("notifications")
+                stream.honoured = honoured if isinstance(honoured, dict) else {}
+                stream.acknowledged.set()
+            return
+        if method == "notifications/cancelled":
+            target = params.get("requestId")
+            ended = self.listens.get(target) if is_request_id(target) else None
+            if ended is not None:
+                ended.end()
+            return
+        event = event_for(method, params)
+        if event is not None:
+            if stream is not None:
+                stream.push(event)
+            else:
+                for sub in self.listens.values():
+                    if sub.wants(event):
+                        sub.push(event)
+            await self.callbacks.put(self.client.on_event, event)
+        elif method == "notifications/message" and self.client.on_log is not None:
+            await self.callbacks.put(self.client.on_log, params.get("level"), params.get("data"), params.get("logger"))

@@ -1,0 +1,187 @@
+"""Change notifications on the client: `Client.listen()` and what it yields.
+
+On a modern connection `listen()` holds a `subscriptions/listen` request open and receives the
+changes tagged with its id; on a handshake-era one it subscribes to resources and filters the
+changes the server pushes. Either way the caller iterates a `Subscription` of `Event`s;
+`sub.honoured` says what the server agreed to send.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import ValidationError
+
+from ..capabilities import has_capability
+from ..errors import ConnectionClosed, InvalidParams, McpError, McpRuntimeError, RequestTimeout
+from ..registry import validation_detail
+from ..server.subscriptions import LIST_KINDS, uri_covered
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+if TYPE_CHECKING:
+    from . import Client
+
+log = logging.getLogger("mcpgen.runtime.client")
+EVENT_BUFFER = 1000
+
+
+@dataclass(frozen=True)
+class Event:
+    """A change the server announced: `kind` is `tools`, `prompts`, `resources` (list changed)
+    or `resource` (the resource `uri` was updated)."""
+
+    kind: str
+    uri: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ListenRequest:
+    """What to listen for: list kinds and resource URIs."""
+
+    kinds: tuple[str, ...] = ()
+    uris: tuple[str, ...] = ()
+
+
+class Subscription:
+    """Events of one `listen()`; iterate it (`async for event in sub`) or call `next()`."""
+
+    def __init__(self, honoured: Mapping[str, Any] | None = None) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[Event](EVENT_BUFFER)
+        self.honoured: Mapping[str, Any] = honoured or {}
+        self.acknowledged = anyio.Event()
+        self.id: str | int | None = None
+        self.error: McpRuntimeError | None = None
+
+    def push(self, event: Event) -> None:
+        try:
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            log.warning("listen subscription is not being read; dropped %s", event)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def end(self) -> None:
+        self._send.close()
+
+    def wants(self, event: Event) -> bool:
+        """On a handshake-era connection: is `event` one this subscription asked for?"""
+        if event.kind == "resource":
+            return uri_covered(self.honoured.get("resourceSubscriptions") or [], event.uri or "")
+        return bool(self.honoured.get(f"{event.kind}ListChanged"))
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._receive.__aiter__()
+
+    async def next(self, timeout: float | None = None) -> Event:
+        """The next event; `RequestTimeout` if none comes within `timeout`, `ConnectionClosed` once the stream ended."""
+        try:
+            with anyio.fail_after(timeout):
+                return await self._receive.receive()
+        except TimeoutError:
+            raise RequestTimeout(f"no change notification within {timeout} s") from None
+        except anyio.EndOfStream:
+            raise self.error or ConnectionClosed("the subscription has ended") from None
+
+
+def event_for(method: str, params: Mapping[str, Any]) -> Event | None:
+    """The `Event` a change notification announces, or None for any other notification."""
+    if method == "notifications/resources/updated":
+        uri = params.get("uri")
+        return Event("resource", uri if isinstance(uri, str) else None, params)
+    prefix, suffix = "notifications/", "/list_changed"
+    if method.startswith(prefix) and method.endswith(suffix):
+        kind = method[len(prefix) : -len(suffix)]
+        if kind in LIST_KINDS:
+            return Event(kind, None, params)
+    return None
+
+
+@asynccontextmanager
+async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator[Subscription]:
+    """Modern: a `subscriptions/listen` request, held open while the caller reads its events."""
+    session = client.session
+    wanted: dict[str, Any] = {f"{kind}ListChanged": True for kind in request.kinds}
+    if request.uris:
+        wanted["resourceSubscriptions"] = list(request.uris)
+    spec = client.spec("subscriptions/listen")
+    era = session.era
+    assert era is not None
+    body = era.decorate(client, client.protocol_version, {"notifications": wanted})
+    try:
+        spec.parse_params(body)
+    except ValidationError as exc:
+        raise InvalidParams(f"invalid listen params: {validation_detail(exc)}") from None
+    sub = Subscription()
+    sub.id = request_id = session.next_id()
+    session.listens[request_id] = sub
+
+    async def run() -> None:
+        try:
+            await session.send_request("subscriptions/listen", body, timeout=None, request_id=request_id)
+        except (McpError, ConnectionClosed) as exc:
+            sub.error = exc
+        finally:
+            sub.end()
+            sub.acknowledged.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                with anyio.fail_after(client.request_timeout):
+                    await sub.acknowledged.wait()
+            except TimeoutError:
+                raise RequestTimeout(
+                    f"the server did not acknowledge the listen request within {client.request_timeout} s"
+                ) from None
+            if sub.error is not None:
+                raise sub.error
+            try:
+                yield sub
+            finally:
+                tg.cancel_scope.cancel()  # cancels the listen request (the peer is told)
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+    finally:
+        session.listens.pop(request_id, None)
+
+
+@asynccontextmanager
+async def pushed_subscription(client: Client, request: ListenRequest) -> AsyncIterator[Subscription]:
+    """Handshake era: resource subscriptions plus the list changes the server pushes."""
+    session = client.session
+    caps = client.server_capabilities or {}
+    honoured: dict[str, Any] = {
+        f"{kind}ListChanged": True for kind in request.kinds if has_capability(caps, f"{kind}.listChanged")
+    }
+    subscribed = []
+    if request.uris and has_capability(caps, "resources.subscribe"):
+        for uri in request.uris:
+            await client.request("resources/subscribe", {"uri": uri})
+            subscribed.append(uri)
+        honoured["resourceSubscriptions"] = subscribed
+    sub = Subscription(honoured)
+    key = f"pushed-{id(sub)}"
+    session.listens[key] = sub
+    try:
+        yield sub
+    finally:
+        session.listens.pop(key, None)
+        sub.end()
+        for uri in subscribed:
+            if not session.closed:
+                try:
+                    await client.request("resources/unsubscribe", {"uri": uri})
+                except (McpError, ConnectionClosed):
+                    pass

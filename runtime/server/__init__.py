@@ -1,0 +1,364 @@
+"""The server: features registered from plain Python, served to clients of either era.
+
+    server = Server("demo", "1.0")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    server.run_stdio()
+
+`Server` holds what a server offers (tools, prompts, resources, templates, completions, extra
+method handlers) and serves any number of connections; each is a `ServerSession`. Routing is
+table-driven (`inbound`), what differs by era lives in the era objects, and the built-in
+handlers (`handlers`) implement the features.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import Any, TypeVar, overload
+
+import anyio
+
+from .. import eras
+from ..capabilities import merge_capabilities
+from ..features import (
+    Context,
+    PromptDef,
+    ResourceDef,
+    TemplateDef,
+    ToolDef,
+    make_prompt,
+    make_resource,
+    make_template,
+    make_tool,
+)
+from ..inbound import Router
+from ..registry import VersionRegistry
+from ..state import StateSealer
+from ..transport import Transport, stdio_server
+from . import handlers as builtin
+from .context import Elicited, RequestContext
+from .pagination import Cursors
+from .registry import Features, infer_capabilities
+from .session import ServerSession
+from .subscriptions import Change, ListenStream
+
+F = TypeVar("F", bound=Callable[..., Any])
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+class Server:
+    """An MCP server. Register features, then `await server.serve(transport)` (or `run_stdio()`).
+
+    `versions` pins the protocol versions served (default: every version of the registry);
+    `capabilities` overrides the inferred ones (deep-merged; a `None` value removes a key), and
+    `list_changed=False` stops advertising list-changed notifications. `state_keys` seal the
+    modern `requestState` (first seals, all open; default `MCPGEN_STATE_KEYS`, else a random key
+    per process); every worker of a deployment needs the same keys.
+    """
+
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        versions: Iterable[str] | None = None,
+        registry: VersionRegistry | ModuleType | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        list_changed: bool = True,
+        logging: bool = True,
+        page_size: int | None = 50,
+        cache_ttl_ms: int = 0,
+        cache_scope: str = "private",
+        validate_results: bool = True,
+        cursor_secret: bytes | None = None,
+        state_keys: Sequence[bytes] | bytes | None = None,
+        state_key: bytes | None = None,
+        seal_request_state: bool = True,
+        state_ttl_seconds: float = 600.0,
+        max_input_rounds: int = 10,
+    ) -> None:
+        self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
+        self.versions = self.registry.check_versions(versions)
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        if title:
+            self.info["title"] = title
+        self.instructions = instructions
+        self.list_changed = list_changed
+        self.logging = logging
+        self.page_size = page_size
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.validate_results = validate_results
+        self._capability_overrides = dict(capabilities or {})
+        self.cursors = Cursors(cursor_secret)
+        self.sealer = StateSealer(
+            state_keys if state_keys is not None else state_key, state_ttl_seconds, seal_request_state
+        )
+        self.max_input_rounds = max_input_rounds
+        self.tools: Features[ToolDef] = Features("tools", self._changed)
+        self.prompts: Features[PromptDef] = Features("prompts", self._changed)
+        self.resources: Features[ResourceDef] = Features("resources", self._changed)
+        self.templates: Features[TemplateDef] = Features("resources", self._changed)
+        self.completion_handler: Callable[..., Any] | None = None
+        self.extensions: dict[str, dict[str, Any]] = {}
+        self.handlers: dict[str, Handler] = {
+            method: functools.partial(fn, self) for method, fn in builtin.BUILTIN.items()
+        }
+        self.on_roots_changed: Callable[[ServerSession], Any] | None = None
+        self.sessions: set[ServerSession] = set()
+        self.listening: set[ListenStream] = set()
+        self.router = Router(
+            self.registry,
+            self.versions,
+            eras.newest_first(),
+            self.handlers,
+            self._offered,
+            self._header_params,
+        )
+
+    # -- capabilities ------------------------------------------------------------------------
+
+    def capabilities(self, version: str | None = None) -> dict[str, Any]:
+        """What this server advertises: inferred from what is registered, then the overrides.
+
+        For a `version` whose capabilities object has no `extensions` field, extensions are left out.
+        """
+        extensions = self.extensions
+        if extensions and version is not None and not self._has_extensions(version):
+            extensions = {}
+        caps = infer_capabilities(
+            tools=bool(self.tools),
+            prompts=bool(self.prompts),
+            resources=bool(self.resources or self.templates),
+            completions=self.completion_handler is not None,
+            logging=self.logging,
+            list_changed=self.list_changed,
+            extensions=extensions,
+        )
+        return merge_capabilities(caps, self._capability_overrides)
+
+    def _has_extensions(self, version: str) -> bool:
+        method, path = eras.era_named(self.registry.era(version)).server_capabilities_at
+        return self.registry.has_field(version, method, (*path, "extensions"), result=True)
+
+    def _offered(self) -> dict[str, Any]:
+        return self.capabilities()  # looked up on each call: `capabilities` may be replaced on the instance
+
+    def _header_params(self, params: Mapping[str, Any] | None) -> Mapping[str, str]:
+        name = (params or {}).get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        return tool.header_params if tool is not None else {}
+
+    # -- registration -------------------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        structured_output: bool | None = None,
+        scopes: Collection[str] = (),
+    ) -> Callable[[F], F]: ...
+
+    def tool(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        structured_output: bool | None = None,
+        scopes: Collection[str] = (),
+    ) -> F | Callable[[F], F]:
+        """Register a function as a tool (`@server.tool`, or `@server.tool(...)` with options).
+        `scopes` are the OAuth scopes a caller needs (checked by the HTTP auth middleware)."""
+
+        def register(f: F) -> F:
+            self.add_tool(
+                f,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                structured_output=structured_output,
+                scopes=scopes,
+            )
+            return f
+
+        return register(fn) if fn is not None else register
+
+    @functools.cached_property
+    def content_types(self) -> frozenset[str]:
+        """The content block kinds of the versions served (read from the tables)."""
+        return frozenset().union(*(self.registry.content_types(v) for v in self.versions))
+
+    def add_tool(self, fn: Callable[..., Any], **options: Any) -> ToolDef:
+        annotations = options.pop("annotations", None)
+        options["annotations"] = dict(annotations) if annotations else None
+        tool = make_tool(fn, content_types=self.content_types, **options)
+        return self.tools.add(tool.name, tool)
+
+    def remove_tool(self, name: str) -> None:
+        self.tools.remove(name)
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        argument_descriptions: Mapping[str, str] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        argument_descriptions: Mapping[str, str] | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a function as a prompt (`@server.prompt`, or `@server.prompt(...)` with options)."""
+
+        def register(f: F) -> F:
+            options = {"argument_descriptions": dict(argument_descriptions or {})}
+            self.add_prompt(f, name=name, title=title, description=description, **options)
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def add_prompt(self, fn: Callable[..., Any], **options: Any) -> PromptDef:
+        prompt = make_prompt(fn, content_types=self.content_types, **options)
+        return self.prompts.add(prompt.name, prompt)
+
+    def remove_prompt(self, name: str) -> None:
+        self.prompts.remove(name)
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a static resource (`uri`) or, when `uri` has `{...}`, a resource template."""
+
+        def register(f: F) -> F:
+            options = {"name": name, "title": title, "description": description, "mime_type": mime_type}
+            if "{" in uri:
+                self.add_resource_template(f, uri, **options)
+            else:
+                self.add_resource(f, uri, **options)
+            return f
+
+        return register
+
+    def add_resource(self, fn: Callable[..., Any], uri: str, **options: Any) -> ResourceDef:
+        return self.resources.add(uri, make_resource(fn, uri, **options))
+
+    def remove_resource(self, uri: str) -> None:
+        self.resources.remove(uri)
+
+    def add_resource_template(self, fn: Callable[..., Any], uri_template: str, **options: Any) -> TemplateDef:
+        return self.templates.add(uri_template, make_template(fn, uri_template, **options))
+
+    def remove_resource_template(self, uri_template: str) -> None:
+        self.templates.remove(uri_template)
+
+    def completion(self, fn: F) -> F:
+        """Register the completion handler: `fn(ref, argument, context) -> list[str]` (or a `completion` dict)."""
+        self.completion_handler = fn
+        return fn
+
+    def method(self, name: str) -> Callable[[F], F]:
+        """Register a handler for any method of the tables (e.g. one a newer schema added):
+        `async def handler(ctx, params) -> result`. Params and result are validated by the table."""
+
+        def register(f: F) -> F:
+            self.handlers[name] = f
+            return f
+
+        return register
+
+    def enable_extension(self, identifier: str, settings: Mapping[str, Any] | None = None) -> None:
+        """Advertise an extension (SEP-2133); extensions are off unless enabled."""
+        self.extensions[identifier] = dict(settings or {})
+
+    def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
+        """The OAuth scopes a JSON-RPC message needs (a `tools/call` of a tool declared with
+        `scopes=`): the hook the HTTP auth middleware asks (`scopes_for_request`)."""
+        params = message.get("params")
+        if message.get("method") != "tools/call" or not isinstance(params, Mapping):
+            return frozenset()
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        return tool.scopes if tool is not None else frozenset()
+
+    # -- change notifications ---------------------------------------------------------------
+
+    def _changed(self, kind: str) -> None:
+        self.deliver(Change(kind))
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell subscribed clients that `uri` changed (handshake-era subscribers and modern listen streams)."""
+        self.deliver(Change("resource", uri))
+
+    def deliver(self, change: Change) -> None:
+        """Send a change to the clients of every era that asked for it."""
+        for era in eras.newest_first():
+            era.deliver_change(self, change)
+
+    def stop_listening(self) -> None:
+        """End every open `subscriptions/listen` stream gracefully (each gets its result); later
+        listens are served as usual."""
+        for stream in list(self.listening):
+            stream.stop()
+
+    # -- serving ---------------------------------------------------------------------------
+
+    async def serve(self, transport: Transport, **session_options: Any) -> None:
+        """Serve one connection until it closes."""
+        session = ServerSession(self, transport, **session_options)
+        self.sessions.add(session)
+        try:
+            await session.run()
+        finally:
+            self.sessions.discard(session)
+
+    async def serve_stdio(self) -> None:
+        async with stdio_server() as transport:
+            await self.serve(transport)
+
+    def run_stdio(self) -> None:
+        """Serve on stdin/stdout until stdin closes (log to stderr)."""
+        anyio.run(self.serve_stdio)
+
+
+__all__ = ["Context", "Cursors", "Elicited", "RequestContext", "Server", "ServerSession"]

@@ -1,0 +1,163 @@
+"""`RequestContext`: what a handler knows about the request it serves, and what it may send back.
+
+Handlers get it by annotating a parameter with `RequestContext` (or `Context`). It carries the
+request's protocol version and era, the client's capabilities and info (from `initialize` on a
+handshake-era session, from `_meta` on a modern request), the transport context (kind, headers,
+the authenticated principal as `ctx.auth`), progress and logging, and multi-round-trip input:
+`ctx.input_required(...)` to ask, `ctx.elicitation(key, Model)` / `ctx.input_response(key)` to read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..capabilities import has_capability
+from ..errors import InvalidParams
+from ..features import Context
+from ..mrtr import InputRequest, InputRequired
+from ..registry import LOG_LEVELS, MODERN, validation_detail
+from ..transport.base import TransportContext
+
+if TYPE_CHECKING:
+    from ..eras import ClientView, Era
+    from ..session import IncomingRequest
+    from . import Server
+    from .session import ServerSession
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Elicited(Generic[M]):
+    """A user's answer to a form elicitation: `content` is the model the tool asked with, when accepted."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: M | None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+
+class RequestContext(Context):
+    """The context of one request being served."""
+
+    def __init__(
+        self, session: ServerSession, request: IncomingRequest, version: str, era: Era, view: ClientView
+    ) -> None:
+        self.session = session
+        self.request = request
+        self.protocol_version = version
+        self.era = era
+        self.client_capabilities: dict[str, Any] = view.capabilities
+        self.client_info: dict[str, Any] | None = view.info
+        self.log_level: str | None = view.log_level
+        self.input_responses: dict[str, Any] = {}
+        self.state: Any = None
+        self._last_progress: float | None = None
+
+    # -- what the request is -------------------------------------------------------------------
+
+    @property
+    def modern(self) -> bool:
+        """Is this a modern (per-request `_meta`) request?"""
+        return self.era.name == MODERN
+
+    @property
+    def server(self) -> Server:
+        return self.session.server
+
+    @property
+    def request_id(self) -> str | int:
+        return self.request.id
+
+    @property
+    def transport(self) -> TransportContext:
+        """How the request arrived: transport kind, headers (HTTP), principal, reply route."""
+        return self.request.context
+
+    @property
+    def auth(self) -> Any:
+        """The authenticated principal of the request (None when the transport does not authenticate)."""
+        return self.request.context.auth
+
+    # -- multi-round-trip input ------------------------------------------------------------------
+
+    def input_required(self, state: Any = None, **requests: InputRequest) -> NoReturn:
+        """Ask the client for input and stop this invocation: `return ctx.input_required(confirm=elicit(...))`.
+
+        The handler is called again with the answers (and `state`). Typed as `NoReturn`, so it
+        fits any return annotation.
+        """
+        raise InputRequired(requests, state)
+
+    def input_response(self, key: str) -> Any:
+        """The client's answer to the input request `key` of the previous round (a result model), or None."""
+        return self.input_responses.get(key)
+
+    def elicitation(self, key: str, model: type[M]) -> Elicited[M] | None:
+        """The answer to the form elicitation `key`, its content validated into `model` (None if not asked yet)."""
+        answer = self.input_responses.get(key)
+        if answer is None:
+            return None
+        action = getattr(answer, "action", None)
+        if action not in ("accept", "decline", "cancel"):
+            raise InvalidParams(f"input response {key!r} is not an elicitation answer")
+        if action != "accept":
+            return Elicited(action, None)
+        try:
+            content = model.model_validate(getattr(answer, "content", None) or {})
+        except ValidationError as exc:
+            raise InvalidParams(
+                f"input response {key!r} does not fit {model.__name__}: {validation_detail(exc)}"
+            ) from None
+        return Elicited("accept", content)
+
+    # -- progress and logging --------------------------------------------------------------------
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send `notifications/progress` if the request asked for progress (it must increase)."""
+        token = self.request.progress_token
+        if token is None:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.session.send_notification("notifications/progress", params, route=self.request.context.reply)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send `notifications/message` if the client asked for this level (handshake era:
+        `logging/setLevel`; modern: the request's `logLevel`, without which nothing is sent)."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; one of {LOG_LEVELS}")
+        if not has_capability(self.server.capabilities(), "logging"):
+            return
+        threshold = self.log_level
+        if threshold is None and not self.era.logs_without_level:
+            return
+        if threshold is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.session.send_notification("notifications/message", params, route=self.request.context.reply)
+
+    async def debug(self, data: Any) -> None:
+        await self.log("debug", data)
+
+    async def info(self, data: Any) -> None:
+        await self.log("info", data)
+
+    async def warning(self, data: Any) -> None:
+        await self.log("warning", data)
+
+    async def error(self, data: Any) -> None:
+        await self.log("error", data)

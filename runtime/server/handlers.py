@@ -1,0 +1,209 @@
+"""The server's built-in handlers: one per method the runtime implements.
+
+Each is `async (server, ctx, params) -> result`, where `params` is the model the router already
+validated. They implement features only: routing, validation of results and stamping happen
+around them (`ServerSession`), and what differs by era comes from `ctx.era`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+from pydantic import ValidationError
+
+from .. import wire
+from ..errors import InvalidParams, McpError
+from ..features import error_result, prompt_result, resource_contents, tool_result
+from ..mrtr import InputRequired
+from ..registry import validation_detail
+from ..worker import call
+from .pagination import page
+from .session import HandshakeState
+from .subscriptions import serve_listen
+
+if TYPE_CHECKING:
+    from . import Server
+    from .context import RequestContext
+
+log = logging.getLogger("mcpgen.runtime.server")
+
+Handler = Callable[["RequestContext", Any], Awaitable[Any]]
+
+
+def _listing(server: Server, key: str, kind: str, items: list[dict[str, Any]], params: Any) -> dict[str, Any]:
+    found, next_cursor = page(server.cursors, server.page_size, kind, items, getattr(params, "cursor", None))
+    result: dict[str, Any] = {key: found}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def initialize(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    """The handshake: the router chose the version; the session remembers what was negotiated."""
+    version = ctx.protocol_version
+    advertised = server.capabilities(version)
+    capabilities = wire.to_wire(params.capabilities)
+    ctx.session.handshake = HandshakeState(
+        version, capabilities if isinstance(capabilities, dict) else {}, wire.to_wire(params.client_info), advertised
+    )
+    result: dict[str, Any] = {"protocolVersion": version, "capabilities": advertised, "serverInfo": server.info}
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def ping(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    return {}
+
+
+async def discover(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "supportedVersions": server.registry.newest_first(server.versions),
+        "capabilities": server.capabilities(ctx.protocol_version),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def set_level(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    if ctx.session.handshake is not None:
+        ctx.session.handshake.log_level = params.level
+    return {}
+
+
+async def list_tools(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    return _listing(server, "tools", "tools", [t.describe() for t in server.tools.values()], params)
+
+
+async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
+    tool = server.tools.get(params.name)
+    if tool is None:
+        raise InvalidParams(f"unknown tool: {params.name}")
+    try:  # as strictly as the advertised input schema says: "7" is not an integer, "yes" not a boolean
+        arguments = tool.arguments.model_validate_json(pydantic_core.to_json(params.arguments or {}), strict=True)
+    except ValidationError as exc:
+        return error_result(f"invalid arguments for tool {tool.name}: {validation_detail(exc)}")
+    if tool.model_param is not None:
+        kwargs: dict[str, Any] = {tool.model_param: arguments}
+    else:
+        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+    if tool.context_param is not None:
+        kwargs[tool.context_param] = ctx
+    try:
+        value = await call(tool.fn, **kwargs)
+    except (McpError, InputRequired):
+        raise
+    except Exception as exc:  # a tool error is reported to the model, not as a protocol error
+        log.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
+        return error_result(f"{type(exc).__name__}: {exc}")
+    if isinstance(value, InputRequired):
+        raise value
+    return tool_result(tool, value)
+
+
+async def list_prompts(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    return _listing(server, "prompts", "prompts", [p.describe() for p in server.prompts.values()], params)
+
+
+async def get_prompt(server: Server, ctx: RequestContext, params: Any) -> Any:
+    prompt = server.prompts.get(params.name)
+    if prompt is None:
+        raise InvalidParams(f"unknown prompt: {params.name}")
+    arguments = dict(params.arguments or {})
+    missing = [a["name"] for a in prompt.arguments if a["required"] and a["name"] not in arguments]
+    if missing:
+        raise InvalidParams(f"prompt {prompt.name} is missing required arguments: {', '.join(missing)}")
+    known = {a["name"] for a in prompt.arguments}
+    kwargs: dict[str, Any] = {k: v for k, v in arguments.items() if k in known}
+    if prompt.context_param is not None:
+        kwargs[prompt.context_param] = ctx
+    value = await call(prompt.fn, **kwargs)
+    if isinstance(value, InputRequired):
+        raise value
+    return prompt_result(prompt, value)
+
+
+async def list_resources(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    return _listing(server, "resources", "resources", [r.describe() for r in server.resources.values()], params)
+
+
+async def list_templates(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    items = [t.describe() for t in server.templates.values()]
+    return _listing(server, "resourceTemplates", "templates", items, params)
+
+
+MAX_URI_LENGTH = 64 * 1024  # longer URIs are refused before any template is tried
+
+
+async def read_resource(server: Server, ctx: RequestContext, params: Any) -> Any:
+    uri = params.uri
+    if len(uri) > MAX_URI_LENGTH:
+        raise InvalidParams(f"the URI is {len(uri)} characters long, over the {MAX_URI_LENGTH}-character limit")
+    resource = server.resources.get(uri)
+    if resource is not None:
+        kwargs: dict[str, Any] = {resource.context_param: ctx} if resource.context_param else {}
+        value = await call(resource.fn, **kwargs)
+        mime_type = resource.mime_type
+    else:
+        for template in server.templates.values():
+            variables = template.template.match(uri)
+            if variables is not None:
+                kwargs = {k: v for k, v in variables.items() if k in template.params}
+                if template.context_param:
+                    kwargs[template.context_param] = ctx
+                value = await call(template.fn, **kwargs)
+                mime_type = template.mime_type
+                break
+        else:
+            raise ctx.era.resource_not_found(uri)
+    if isinstance(value, InputRequired):
+        raise value
+    return resource_contents(uri, mime_type, value)
+
+
+async def subscribe(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    ctx.session.subscriptions.add(params.uri)
+    return {}
+
+
+async def unsubscribe(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    ctx.session.subscriptions.discard(params.uri)
+    return {}
+
+
+async def listen(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    return await serve_listen(ctx, params)
+
+
+async def complete(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
+    assert server.completion_handler is not None
+    context = wire.to_wire(params.context) if params.context is not None else None
+    value = await call(server.completion_handler, wire.to_wire(params.ref), wire.to_wire(params.argument), context)
+    if isinstance(value, dict) and "completion" in value:
+        return value
+    values = [str(v) for v in (value or [])]
+    return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+
+
+BUILTIN: dict[str, Callable[..., Awaitable[Any]]] = {
+    "initialize": initialize,
+    "ping": ping,
+    "server/discover": discover,
+    "logging/setLevel": set_level,
+    "tools/list": list_tools,
+    "tools/call": call_tool,
+    "prompts/list": list_prompts,
+    "prompts/get": get_prompt,
+    "resources/list": list_resources,
+    "resources/templates/list": list_templates,
+    "resources/read": read_resource,
+    "resources/subscribe": subscribe,
+    "resources/unsubscribe": unsubscribe,
+    "subscriptions/listen": listen,
+    "completion/complete": complete,
+}
+"""The methods the runtime implements (a method of a table without an entry here needs `@server.method`)."""

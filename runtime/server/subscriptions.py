@@ -1,0 +1,124 @@
+"""Change notifications on the server: what changed, who listens, and modern listen streams.
+
+A `Change` is a list change (`tools`, `prompts`, `resources`) or an update of one resource.
+Each era delivers it its own way (see the era objects): pushed on a handshake-era session to a
+client that was told `listChanged` or subscribed to the URI; sent on every modern
+`subscriptions/listen` stream that asked for it. A listen stream has its own bounded queue and is
+drained by the task serving the listen request, on that request's reply route.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..capabilities import has_capability
+from ..registry import SUBSCRIPTION_ID_KEY
+from ..wire import RequestId
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+
+log = logging.getLogger("mcpgen.runtime.server")
+LISTEN_QUEUE = 1000  # notifications a slow listen stream may fall behind before they are dropped
+LIST_KINDS = ("tools", "prompts", "resources")
+
+
+@dataclass(frozen=True)
+class Change:
+    """A list change (`kind` in tools/prompts/resources) or a resource update (`uri` set)."""
+
+    kind: str
+    uri: str | None = None
+
+    @property
+    def method(self) -> str:
+        if self.uri is not None:
+            return "notifications/resources/updated"
+        return f"notifications/{self.kind}/list_changed"
+
+    def params(self, subscription_id: RequestId | None = None) -> dict[str, Any] | None:
+        params: dict[str, Any] = {"uri": self.uri} if self.uri is not None else {}
+        if subscription_id is not None:
+            params["_meta"] = {SUBSCRIPTION_ID_KEY: subscription_id}
+        return params or None
+
+
+def uri_covered(prefixes: Iterable[str], uri: str) -> bool:
+    """Is `uri` one of `prefixes`, or below one of them (a subscription covers sub-resources)?"""
+    return any(uri == p or uri.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+_keys = itertools.count(1)
+
+
+@dataclass(eq=False)
+class ListenStream:
+    """One `subscriptions/listen` request being served."""
+
+    subscription_id: RequestId
+    kinds: frozenset[str] = frozenset()
+    uris: frozenset[str] = frozenset()
+    key: int = field(default_factory=lambda: next(_keys))  # listen ids of different clients may collide
+    _send: MemoryObjectSendStream[Change] | None = None
+    _receive: MemoryObjectReceiveStream[Change] | None = None
+
+    def __post_init__(self) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[Change](LISTEN_QUEUE)
+
+    def wants(self, change: Change) -> bool:
+        return change.uri in self.uris if change.uri is not None else change.kind in self.kinds
+
+    def push(self, change: Change) -> None:
+        assert self._send is not None
+        try:
+            self._send.send_nowait(change)
+        except anyio.WouldBlock:
+            log.warning("listen stream %r is not keeping up; dropped %s", self.subscription_id, change.method)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def stop(self) -> None:
+        """End the stream gracefully: queued changes are still sent, then the listen result."""
+        assert self._send is not None
+        self._send.close()
+
+
+async def serve_listen(ctx: RequestContext, params: Any) -> dict[str, Any]:
+    """The `subscriptions/listen` handler: acknowledge what is honoured, then send changes as they
+    come until the stream is stopped (the result) or the request is cancelled (nothing more)."""
+    wanted = params.notifications
+    caps = ctx.server.capabilities()
+    honoured: dict[str, Any] = {}
+    kinds = set()
+    for kind in LIST_KINDS:
+        if getattr(wanted, f"{kind}_list_changed", None) and has_capability(caps, f"{kind}.listChanged"):
+            honoured[f"{kind}ListChanged"] = True
+            kinds.add(kind)
+    uris: frozenset[str] = frozenset()
+    if wanted.resource_subscriptions and has_capability(caps, "resources.subscribe"):
+        uris = frozenset(wanted.resource_subscriptions)
+        honoured["resourceSubscriptions"] = sorted(uris)
+    stream = ListenStream(ctx.request_id, frozenset(kinds), uris)
+    route = ctx.request.context.reply
+    session = ctx.session
+    await session.send_notification(
+        "notifications/subscriptions/acknowledged",
+        {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}},
+        route=route,
+    )
+    ctx.server.listening.add(stream)
+    try:
+        assert stream._receive is not None
+        async with stream._receive:
+            async for change in stream._receive:
+                await session.send_notification(change.method, change.params(stream.subscription_id), route=route)
+    finally:
+        ctx.server.listening.discard(stream)
+    return {"_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}}
