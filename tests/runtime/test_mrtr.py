@@ -287,7 +287,7 @@ async def test_disabled_driver_returns_the_input_required_result_and_retry_helpe
     async with anyio.create_task_group() as tg:
         tg.start_soon(scripted, RawPeer(server_end), [input_required(inputRequests=ASK, requestState="s1"), DONE], seen)
         async with Client(client_end, mode=V26, mrtr=False) as client:
-            pending = await client.call_tool("t", {"a": 1})
+            pending = await client.call_tool("t", {"a": 1}, resolve_input=False)
             assert pending.result_type == "input_required"
             assert set(pending.input_requests) == {"confirm"}
             done = await client.retry(

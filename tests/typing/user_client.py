@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 import anyio
+from mcpgen.generated.types import CallToolResult, InputRequiredResult
 from mcpgen.runtime import Client, stdio
 
 
@@ -21,6 +22,14 @@ async def confirm_everything(params: Any) -> dict[str, Any]:
     return {"action": "accept", "content": {"ok": True}}
 
 
+def first_text(result: CallToolResult) -> str | None:
+    """The first text block of a result, whichever protocol version produced it."""
+    for block in result.content:
+        if block.type == "text":
+            return block.text
+    return None
+
+
 async def main(command: list[str]) -> None:
     async with Client(
         stdio(command),
@@ -30,11 +39,14 @@ async def main(command: list[str]) -> None:
         elicitation_handler=confirm_everything,
     ) as client:
         print(client.protocol_version, client.era, client.server_info)
-        names = [tool.name async for tool in client.tools()]
-        result = await client.call_tool("add", {"a": 1, "b": 2})
-        print(names, result.content, result.structured_content)
+        names: list[str] = [tool.name async for tool in client.tools()]
+        result: CallToolResult = await client.call_tool("add", {"a": 1, "b": 2})
+        print(names, result.structured_content)
         deleted = await client.call_tool("delete", {"item": "x"})
-        print(deleted.content)
+        print(first_text(deleted))
+        pending = await client.call_tool("delete", {"item": "y"}, resolve_input=False)
+        if isinstance(pending, InputRequiredResult):  # the server asked for input: answer it yourself
+            print(sorted(pending.input_requests or {}))
         async with client.listen(tools=True) as subscription:
             print(subscription.honoured)
 

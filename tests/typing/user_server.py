@@ -38,10 +38,11 @@ async def delete(ctx: RequestContext, item: str) -> str:
 
 @server.tool()
 def summarize(ctx: RequestContext, text: str) -> str:
-    reply = ctx.input_response("summary")
+    reply = ctx.sampling("summary")
     if reply is None:
         return ctx.input_required(summary=sample([f"Summarize: {text}"], max_tokens=50))
-    return str(reply.content.text)
+    content = reply.content
+    return content.text if not isinstance(content, list) and content.type == "text" else "(no text)"
 
 
 @server.prompt()
