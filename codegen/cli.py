@@ -218,7 +218,7 @@ def _require_toolchain() -> None:
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
 @click.option("--no-pin-check", is_flag=True, help="Generate from schema files without checking them against pins.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
-def generate(
+def generate(  # noqa: PLR0913 - one parameter per command-line option
     schema_dir: Path | None,
     out: Path | None,
     versions: tuple[str, ...],
@@ -354,7 +354,7 @@ def methods(target: str, schema_dir: Path | None, data_dir: Path | None, as_vers
 @as_version_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--exit-code", is_flag=True, help="Exit with 1 when the protocol differs, 0 when it does not (for CI).")
-def diff(
+def diff(  # noqa: PLR0913 - one parameter per command-line option
     old: str,
     new: str,
     schema_dir: Path | None,

@@ -263,7 +263,18 @@ def _up_to_date(out: Path, entry: dict[str, Any] | None, key: str) -> bool:
     return True
 
 
-def generate(
+@dataclass(frozen=True)
+class _Options:
+    """How `generate` runs: its keyword arguments, see there."""
+
+    prune: bool = False
+    force: bool = False
+    jobs: int | None = None
+    pins: dict[str, str] | None = None
+    repin_hint: str = "mcpgen sync --update-pins"
+
+
+def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests) pass these by keyword
     schema_dir: Path,
     out: Path,
     versions: list[str],
@@ -283,138 +294,240 @@ def generate(
     (version -> sha256) refuses a schema file that differs from its pin, and a version it does
     not pin; `None` checks nothing. `progress` is called with a line as work starts and as each
     version is done.
+
+    Three stages: plan (which versions need building, refusing bad input before any work),
+    build (in this process or in worker processes), write (version packages, pruning, the
+    shared files, the manifest).
     """
     say = progress or (lambda line: None)
     started = time.perf_counter()
+    options = _Options(prune=prune, force=force, jobs=jobs, pins=pins, repin_hint=repin_hint)
+    plan = _plan(schema_dir, out, versions, data_dir, options)
+    builds = _build_all(schema_dir, data_dir, plan.todo, options.jobs, say)
+    outcomes, entries = _write_versions(out, plan, builds)
+    removed = _prune(out, entries, keep=plan.versions) if options.prune else []
+    shared_entry, shared_changed = _write_shared(out, plan, entries, force=options.force)
+    _write_manifest(out, plan.fingerprint, shared_entry, entries)
+    return GenerateReport(out, outcomes, removed, time.perf_counter() - started, shared_changed)
+
+
+# -- plan ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a run does, decided before any build starts."""
+
+    versions: list[str]  # the requested versions, once each, in version order
+    fingerprint: str  # of the generator (see `generator_fingerprint`)
+    manifest: dict[str, Any]  # as the output tree has it now
+    keys: dict[str, str]  # version -> key of its schema and the generator
+    todo: list[str]  # the versions to build: changed since the manifest, or all with `force`
+
+
+def _requested_versions(versions: list[str]) -> list[str]:
     for v in versions:
         check_version_string(v)
-    versions = sort_versions(list(dict.fromkeys(versions)))
-    if not versions:
+    ordered = sort_versions(list(dict.fromkeys(versions)))
+    if not ordered:
         raise GenerationError("no versions to generate")
+    return ordered
+
+
+def _pinned_schema_bytes(schema_path: Path, version: str, options: _Options) -> bytes:
+    """The schema file's bytes, refusing a missing file and, with pins, one that is not pinned
+    or differs from its pin."""
+    if not schema_path.is_file():
+        raise GenerationError(f"no schema for version {version} (expected {schema_path})", file=schema_path)
+    raw = schema_path.read_bytes()
+    if options.pins is None:
+        return raw
+    repin = options.repin_hint.replace("{version}", version)
+    pinned = options.pins.get(version)
+    if pinned is None:
+        raise GenerationError(
+            f"version {version} is not pinned: pin it first with `{repin}`; --no-pin-check generates anyway",
+            file=schema_path,
+        )
+    actual = hashlib.sha256(raw).hexdigest()
+    if actual != pinned:
+        raise GenerationError(
+            f"the schema file has sha256 {actual}, but it is pinned at {pinned}: "
+            f"it changed since `mcpgen sync`. Sync again, or review it and re-pin it as it is with "
+            f"`{repin}`; --no-pin-check generates anyway",
+            file=schema_path,
+        )
+    return raw
+
+
+def _plan(schema_dir: Path, out: Path, versions: list[str], data_dir: Path, options: _Options) -> _Plan:
+    """Key every requested version and list those whose files are missing, stale or forced.
+
+    Everything that can refuse the input (version strings, missing or unpinned schema files, a
+    file that is not a schema) is checked here, before any build starts."""
+    requested = _requested_versions(versions)
     fingerprint = generator_fingerprint(data_dir)
     manifest = _read_manifest(out)
-    entries: dict[str, Any] = dict(manifest["versions"])
-
     keys: dict[str, str] = {}
     todo: list[str] = []
-    for v in versions:
+    for v in requested:
         schema_path = schema_dir / v / "schema.json"
-        if not schema_path.is_file():
-            raise GenerationError(f"no schema for version {v} (expected {schema_path})", file=schema_path)
-        raw = schema_path.read_bytes()
-        if pins is not None:
-            pinned = pins.get(v)
-            if pinned is None:
-                raise GenerationError(
-                    f"version {v} is not pinned: pin it first with `{repin_hint.replace('{version}', v)}`; "
-                    "--no-pin-check generates anyway",
-                    file=schema_path,
-                )
-            if hashlib.sha256(raw).hexdigest() != pinned:
-                raise GenerationError(
-                    f"the schema file has sha256 {hashlib.sha256(raw).hexdigest()}, but it is pinned at {pinned}: "
-                    f"it changed since `mcpgen sync`. Sync again, or review it and re-pin it as it is with "
-                    f"`{repin_hint.replace('{version}', v)}`; --no-pin-check generates anyway",
-                    file=schema_path,
-                )
+        raw = _pinned_schema_bytes(schema_path, v, options)
         keys[v] = hashlib.sha256(raw + fingerprint.encode()).hexdigest()
-        if force or not _up_to_date(out, entries.get(v), keys[v]):
+        if options.force or not _up_to_date(out, manifest["versions"].get(v), keys[v]):
             parse_schema_bytes(raw, schema_path)  # refuse what is not a schema before any work starts
             todo.append(v)
+    return _Plan(requested, fingerprint, manifest, keys, todo)
 
+
+# -- build --------------------------------------------------------------------------------
+
+
+def _worker_count(todo: int, jobs: int | None) -> int:
+    return 1 if todo <= 1 or jobs == 1 else min(todo, jobs or os.cpu_count() or 1)
+
+
+def _build_all(
+    schema_dir: Path, data_dir: Path, todo: list[str], jobs: int | None, say: Callable[[str], None]
+) -> dict[str, VersionBuild]:
+    """Build the `todo` versions, in this process or (several versions, `jobs` not 1) also in
+    worker processes; says each one as it is done."""
     builds: dict[str, VersionBuild] = {}
+    if not todo:
+        return builds
 
     def done(b: VersionBuild) -> None:
         builds[b.version] = b
-        say(f"{b.version}: generated in {b.seconds:.2f}s")
-        for line in b.fix_lines:
-            say("  " + line)
-        for warning in b.warnings:
-            say("  warning: " + warning)
+        _announce(b, say)
 
-    workers = 1 if len(todo) <= 1 or jobs == 1 else min(len(todo), jobs or os.cpu_count() or 1)
-    if todo:
-        say(f"generating {', '.join(todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
+    workers = _worker_count(len(todo), jobs)
+    say(f"generating {', '.join(todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
     if workers == 1:
         for v in todo:
             done(build_version(schema_dir, v, data_dir))
-    elif todo:
-        # This process builds one version itself and workers build the others. It warms the
-        # toolchain up first, so workers started by fork begin warm: the toolchain's start-up is
-        # paid once, not once per process.
-        _warm_up()
-        first, rest = todo[0], todo[1:]
-        with concurrent.futures.ProcessPoolExecutor(max_workers=min(len(rest), workers - 1)) as pool:
-            futures = [pool.submit(build_version, schema_dir, v, data_dir) for v in rest]
-            done(build_version(schema_dir, first, data_dir))
-            for fut in concurrent.futures.as_completed(futures):
-                done(fut.result())
+    else:
+        _build_in_pool(schema_dir, data_dir, todo, workers, done)
+    return builds
 
+
+def _build_in_pool(
+    schema_dir: Path, data_dir: Path, todo: list[str], workers: int, done: Callable[[VersionBuild], None]
+) -> None:
+    # This process builds one version itself and workers build the others. It warms the
+    # toolchain up first, so workers started by fork begin warm: the toolchain's start-up is
+    # paid once, not once per process.
+    _warm_up()
+    first, rest = todo[0], todo[1:]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(len(rest), workers - 1)) as pool:
+        futures = [pool.submit(build_version, schema_dir, v, data_dir) for v in rest]
+        done(build_version(schema_dir, first, data_dir))
+        for fut in concurrent.futures.as_completed(futures):
+            done(fut.result())
+
+
+def _announce(b: VersionBuild, say: Callable[[str], None]) -> None:
+    say(f"{b.version}: generated in {b.seconds:.2f}s")
+    for line in b.fix_lines:
+        say("  " + line)
+    for warning in b.warnings:
+        say("  warning: " + warning)
+
+
+# -- write --------------------------------------------------------------------------------
+
+
+def _write_versions(
+    out: Path, plan: _Plan, builds: dict[str, VersionBuild]
+) -> tuple[list[VersionOutcome], dict[str, Any]]:
+    """Write each built version's package; the outcome of every requested version, and the
+    manifest's version entries updated for the built ones."""
+    entries: dict[str, Any] = dict(plan.manifest["versions"])
     outcomes = []
-    for v in versions:
-        if v in builds:
-            b = builds[v]
-            pkg = module_name(v)
-            files = {f"{pkg}/{name}": text for name, text in b.files.items()}
-            for rel, text in files.items():
-                _write_if_changed(out / rel, text)
-            entries[v] = {
-                "key": keys[v],
-                "era": b.era,
-                "sha256": b.sha256,
-                "module": pkg,
-                "errors": b.errors,
-                "files": {rel: _sha(text) for rel, text in files.items()},
-                "closure": b.closure,
-                "defined": b.defined,
-                "report": {"fixes": b.fix_lines, "warnings": b.warnings},
-            }
-            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
-        else:  # the report of the run that made these files still holds
+    for v in plan.versions:
+        b = builds.get(v)
+        if b is None:  # the report of the run that made these files still holds
             report = entries[v].get("report") or {}
-            outcomes.append(
-                VersionOutcome(v, "unchanged", list(report.get("fixes", [])), list(report.get("warnings", [])))
-            )
+            fixes, warnings = list(report.get("fixes", [])), list(report.get("warnings", []))
+            outcomes.append(VersionOutcome(v, "unchanged", fixes, warnings))
+        else:
+            entries[v] = _write_version(out, b, plan.keys[v])
+            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
+    return outcomes, entries
 
+
+def _write_version(out: Path, b: VersionBuild, key: str) -> dict[str, Any]:
+    """Write one version's package; its manifest entry."""
+    pkg = module_name(b.version)
+    files = {f"{pkg}/{name}": text for name, text in b.files.items()}
+    for rel, text in files.items():
+        _write_if_changed(out / rel, text)
+    return {
+        "key": key,
+        "era": b.era,
+        "sha256": b.sha256,
+        "module": pkg,
+        "errors": b.errors,
+        "files": {rel: _sha(text) for rel, text in files.items()},
+        "closure": b.closure,
+        "defined": b.defined,
+        "report": {"fixes": b.fix_lines, "warnings": b.warnings},
+    }
+
+
+def _prune(out: Path, entries: dict[str, Any], *, keep: list[str]) -> list[str]:
+    """Remove the packages (and manifest entries) of versions generated earlier but not kept."""
     removed = []
-    if prune:
-        for v in sorted(set(entries) - set(versions)):
-            shutil.rmtree(out / entries[v].get("module", module_name(v)), ignore_errors=True)
-            del entries[v]
-            removed.append(v)
+    for v in sorted(set(entries) - set(keep)):
+        shutil.rmtree(out / entries[v].get("module", module_name(v)), ignore_errors=True)
+        del entries[v]
+        removed.append(v)
+    return removed
 
+
+def _shared_inputs(entries: dict[str, Any]) -> tuple[list[dict[str, Any]], list[tuple[str, list[dict[str, Any]]]]]:
+    """What the shared files are made from: the version listing, and each version-independent
+    name (what some version's results carry) with the listing rows of every version defining it."""
     ordered = sort_versions(list(entries))
     listing = [
         {"version": v, "era": entries[v]["era"], "module": entries[v]["module"], "errors": entries[v].get("errors", {})}
         for v in ordered
     ]
-    # the version-independent names: what some version's results carry, over every version defining it
     wanted = sorted({name for v in ordered for name in entries[v].get("closure", [])})
     names = [
         (name, [row for v, row in zip(ordered, listing, strict=True) if name in entries[v].get("defined", [])])
         for name in wanted
     ]
+    return listing, names
+
+
+def _write_shared(
+    out: Path, plan: _Plan, entries: dict[str, Any], *, force: bool
+) -> tuple[dict[str, Any] | None, bool]:
+    """Write the files shared by every version when their inputs changed (or `force`); their
+    manifest entry, and whether they were written."""
+    listing, names = _shared_inputs(entries)
     shared_input = json.dumps([listing, names], sort_keys=True)
-    shared_key = hashlib.sha256((fingerprint + shared_input).encode()).hexdigest()
-    shared_entry = manifest.get("shared")
-    shared_changed = False
-    if force or not _up_to_date(out, shared_entry, shared_key):
-        shared_changed = True
-        shared = {
-            "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
-            "_base.py": black_format(render("base.py.jinja2"), "_base"),
-            "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
-            "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
-            "py.typed": "",  # PEP 561: the tree is typed (a wheel of it, or of a package holding it)
-            "types.py": black_format(render("types.py.jinja2", versions=listing, names=names), "types"),
-        }
-        for rel, text in shared.items():
-            _write_if_changed(out / rel, text)
-        shared_entry = {"key": shared_key, "files": {rel: _sha(text) for rel, text in shared.items()}}
-    new_manifest = {
+    shared_key = hashlib.sha256((plan.fingerprint + shared_input).encode()).hexdigest()
+    previous: dict[str, Any] | None = plan.manifest.get("shared")
+    if not force and _up_to_date(out, previous, shared_key):
+        return previous, False
+    shared = {
+        "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
+        "_base.py": black_format(render("base.py.jinja2"), "_base"),
+        "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
+        "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
+        "py.typed": "",  # PEP 561: the tree is typed (a wheel of it, or of a package holding it)
+        "types.py": black_format(render("types.py.jinja2", versions=listing, names=names), "types"),
+    }
+    for rel, text in shared.items():
+        _write_if_changed(out / rel, text)
+    return {"key": shared_key, "files": {rel: _sha(text) for rel, text in shared.items()}}, True
+
+
+def _write_manifest(out: Path, fingerprint: str, shared_entry: dict[str, Any] | None, entries: dict[str, Any]) -> None:
+    manifest = {
         "generator": fingerprint,
         "shared": shared_entry,
-        "versions": {v: entries[v] for v in ordered},
+        "versions": {v: entries[v] for v in sort_versions(list(entries))},
     }
-    _write_if_changed(out / MANIFEST, json.dumps(new_manifest, indent=2, sort_keys=True) + "\n")
-    return GenerateReport(out, outcomes, removed, time.perf_counter() - started, shared_changed)
+    _write_if_changed(out / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -163,7 +163,7 @@ def _default_hint(source: str | None, version: str) -> str:
     return "mcpgen sync" + (f" --from {source}" if source else "") + f" --version {version} --update-pins"
 
 
-def sync(
+def sync(  # noqa: PLR0913 - public API: callers (CLI, build backend) pass these by keyword
     source: str | None,
     schema_root: Path,
     versions: list[str] | None = None,
@@ -182,65 +182,136 @@ def sync(
     wanted = sort_versions(list(dict.fromkeys(versions))) if versions else list(pins)
     if not wanted:
         raise PinError(f"{schema_root / PINS_FILE} pins no versions")
-    hint = repin_hint or (lambda version: _default_hint(source, version))
+    job = _SyncJob(
+        source=source,
+        schema_root=schema_root,
+        update_pins=update_pins,
+        raw_base=raw_base,
+        repin_hint=repin_hint or (lambda version: _default_hint(source, version)),
+        diff_hint=diff_hint,
+    )
     results = []
     changed_pins = dict(pins)
     for version in wanted:
-        check_version_string(version)
-        pin = pins.get(version)
-        if source is not None:
-            data, origin = fetch_schema(source, version), source
-        elif pin is not None:
-            origin = pin_url(pin, raw_base)
-            data = _fetch_url(origin)
-        else:
-            raise PinError(
-                f"version {version} is not pinned in {schema_root / PINS_FILE}, so there is no repository and "
-                "commit to fetch it from: pass --from SOURCE"
-            )
-        digest = hashlib.sha256(data).hexdigest()
-        target = schema_root / version / "schema.json"
-        if pin is None and not update_pins:
-            raise PinError(
-                f"version {version} is not pinned in {schema_root / PINS_FILE}. "
-                f"To pin it at the file {origin} serves now (sha256 {digest}), run `{hint(version)}`"
-            )
-        if pin is not None and pin.sha256 != digest and not update_pins:
-            review = ""
-            if target.is_file():
-                fresh = target.with_name("schema.json.new")
-                fresh.write_bytes(data)
-                if diff_hint is not None:
-                    review = f" It is kept as {fresh}; review it with `{diff_hint(target, fresh)}`."
-            raise PinError(
-                f"schema {version} from {origin} has sha256 {digest}, but {schema_root / PINS_FILE} pins "
-                f"{pin.sha256}: the upstream file changed (or the source is not the pinned one).{review} "
-                f"Once reviewed, re-pin with `{hint(version)}` (and record the new commit in the pin)"
-            )
-        status = "copied"
-        if pin is None or pin.sha256 != digest:
-            check_schema(data, origin)
-            status = "pinned"
-            base = pin or Pin(version=version, sha256=digest, path=f"schema/{version}/schema.json")
-            changed_pins[version] = replace(base, sha256=digest)
-        if status == "copied" and target.is_file() and target.read_bytes() == data:
-            status = "unchanged"
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name("schema.json.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-        target.with_name("schema.json.new").unlink(missing_ok=True)
-        examples = 0
-        if source is not None and not is_url(source) and Path(source).resolve() != schema_root.resolve():
-            src_examples = Path(source) / version / "examples"
-            dst_examples = schema_root / version / "examples"
-            if src_examples.is_dir():
-                if dst_examples.exists():
-                    shutil.rmtree(dst_examples)
-                shutil.copytree(src_examples, dst_examples)
-                examples = sum(1 for _ in dst_examples.rglob("*.json"))
-        results.append(SyncResult(version, digest, status, examples))
+        result, new_pin = _sync_version(job, version, pins.get(version))
+        results.append(result)
+        if new_pin is not None:
+            changed_pins[version] = new_pin
     if changed_pins != pins:
         write_pins(schema_root, list(changed_pins.values()))
     return results
+
+
+@dataclass(frozen=True)
+class _SyncJob:
+    """One `sync` call's settings (see there)."""
+
+    source: str | None
+    schema_root: Path
+    update_pins: bool
+    raw_base: str
+    repin_hint: Callable[[str], str]
+    diff_hint: Callable[[Path, Path], str] | None
+
+    @property
+    def pins_file(self) -> Path:
+        return self.schema_root / PINS_FILE
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """A schema file as the source (or the pin's repository) serves it now."""
+
+    version: str
+    data: bytes
+    origin: str  # the source or URL it came from, as errors name it
+    sha256: str
+
+
+def _sync_version(job: _SyncJob, version: str, pin: Pin | None) -> tuple[SyncResult, Pin | None]:
+    """Fetch one version, check it against its pin and copy it in; its result, and its new pin
+    when it was pinned or re-pinned (`update_pins`)."""
+    check_version_string(version)
+    fetched = _fetch(job, version, pin)
+    target = job.schema_root / version / "schema.json"
+    if not job.update_pins:
+        _refuse_unreviewed(job, fetched, pin, target)
+    new_pin = None
+    if pin is None or pin.sha256 != fetched.sha256:
+        check_schema(fetched.data, fetched.origin)
+        base = pin or Pin(version=version, sha256=fetched.sha256, path=f"schema/{version}/schema.json")
+        new_pin = replace(base, sha256=fetched.sha256)
+    if new_pin is None and target.is_file() and target.read_bytes() == fetched.data:
+        status = "unchanged"
+    else:
+        _write_bytes_atomically(target, fetched.data)
+        status = "copied" if new_pin is None else "pinned"
+    target.with_name("schema.json.new").unlink(missing_ok=True)
+    return SyncResult(version, fetched.sha256, status, _copy_examples(job, version)), new_pin
+
+
+def _fetch(job: _SyncJob, version: str, pin: Pin | None) -> _Fetched:
+    """The version's file from the source, else from its pin's repository and commit."""
+    if job.source is not None:
+        data, origin = fetch_schema(job.source, version), job.source
+    elif pin is not None:
+        origin = pin_url(pin, job.raw_base)
+        data = _fetch_url(origin)
+    else:
+        raise PinError(
+            f"version {version} is not pinned in {job.pins_file}, so there is no repository and "
+            "commit to fetch it from: pass --from SOURCE"
+        )
+    return _Fetched(version, data, origin, hashlib.sha256(data).hexdigest())
+
+
+def _refuse_unreviewed(job: _SyncJob, fetched: _Fetched, pin: Pin | None, target: Path) -> None:
+    """Refuse a version that is not pinned, or whose file differs from its pin (keeping the new
+    file beside the pinned copy for review): pinning it takes `update_pins`."""
+    version = fetched.version
+    if pin is None:
+        raise PinError(
+            f"version {version} is not pinned in {job.pins_file}. To pin it at the file {fetched.origin} "
+            f"serves now (sha256 {fetched.sha256}), run `{job.repin_hint(version)}`"
+        )
+    if pin.sha256 != fetched.sha256:
+        review = _keep_for_review(job, fetched, target)
+        raise PinError(
+            f"schema {version} from {fetched.origin} has sha256 {fetched.sha256}, but {job.pins_file} pins "
+            f"{pin.sha256}: the upstream file changed (or the source is not the pinned one).{review} "
+            f"Once reviewed, re-pin with `{job.repin_hint(version)}` (and record the new commit in the pin)"
+        )
+
+
+def _keep_for_review(job: _SyncJob, fetched: _Fetched, target: Path) -> str:
+    """Keep a refused file as `schema.json.new` beside the pinned copy; the sentence saying so."""
+    if not target.is_file():
+        return ""
+    fresh = target.with_name("schema.json.new")
+    fresh.write_bytes(fetched.data)
+    if job.diff_hint is None:
+        return ""
+    return f" It is kept as {fresh}; review it with `{job.diff_hint(target, fresh)}`."
+
+
+def _write_bytes_atomically(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+
+
+def _copy_examples(job: _SyncJob, version: str) -> int:
+    """Copy the version's `examples/` folder from a source folder (not a URL, not the schema
+    folder itself); how many example files it holds."""
+    source = job.source
+    if source is None or is_url(source) or Path(source).resolve() == job.schema_root.resolve():
+        return 0
+    src_examples = Path(source) / version / "examples"
+    if not src_examples.is_dir():
+        return 0
+    dst_examples = job.schema_root / version / "examples"
+    if dst_examples.exists():
+        shutil.rmtree(dst_examples)
+    shutil.copytree(src_examples, dst_examples)
+    return sum(1 for _ in dst_examples.rglob("*.json"))
