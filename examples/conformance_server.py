@@ -19,7 +19,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import anyio
 from pydantic import BaseModel, Field
@@ -274,8 +274,12 @@ CONFIRM_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "
 
 
 def _content(answer: Any) -> dict[str, Any]:
-    content = getattr(answer, "content", None)
-    return content if isinstance(content, dict) else {}
+    """An elicitation answer's content (an empty dict when there is none)."""
+    return _as_dict(getattr(answer, "content", None))
+
+
+def _as_dict(value: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
 @server.tool()
@@ -329,7 +333,7 @@ async def test_input_required_result_multiple_inputs(ctx: RequestContext) -> str
 @server.tool()
 async def test_input_required_result_multi_round(ctx: RequestContext) -> str:
     """Three rounds, the state evolving."""
-    state = ctx.state if isinstance(ctx.state, dict) else {"round": 0}
+    state = _as_dict(ctx.state) or {"round": 0}
     if state.get("round") == 1 and ctx.input_response("step1") is not None:
         name = _content(ctx.input_response("step1")).get("name")
         color = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
@@ -475,7 +479,7 @@ def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, A
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3001)
     parser.add_argument("--log-level", default="warning")

@@ -23,7 +23,7 @@ from .transport.http_security import HttpSecurity
 @click.option("--allow-host", "allowed_hosts", multiple=True, help="Another Host header to accept (repeatable).")
 @click.option("--allow-origin", "allowed_origins", multiple=True, help="An Origin to accept (repeatable; * for any).")
 @click.option("--log-level", default="info", show_default=True, help="uvicorn's log level.")
-def serve(  # click passes each option as an argument (PLR0913 accepted)
+def serve(  # noqa: PLR0913  (click passes each option as an argument)
     target: str,
     host: str,
     port: int,

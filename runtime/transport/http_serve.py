@@ -91,7 +91,7 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
-async def serve_http(  # keyword-only settings (PLR0913 accepted)
+async def serve_http(  # noqa: PLR0913  (keyword-only settings)
     app: HttpApp,
     *,
     host: str = "127.0.0.1",

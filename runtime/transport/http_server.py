@@ -81,7 +81,7 @@ class HttpApp:
       idleness, and how many may be open (503 past that).
     """
 
-    def __init__(  # keyword-only settings, each documented above (PLR0913 accepted)
+    def __init__(  # noqa: PLR0913  (keyword-only settings, each documented above)
         self,
         server: Server,
         *,

@@ -111,7 +111,7 @@ class HttpSession:
 class LegacyHttp:
     """The handshake-era side of one HTTP endpoint: its sessions and its POST/GET/DELETE handling."""
 
-    def __init__(  # keyword-only settings from HttpApp (PLR0913 accepted)
+    def __init__(  # noqa: PLR0913  (keyword-only settings from HttpApp)
         self,
         server: Server,
         *,
