@@ -17,7 +17,7 @@ from .. import wire
 from ..capabilities import has_capability
 from ..correlation import ProgressCallback
 from ..errors import McpError, PaginationError, StructuredOutputError
-from ..features.tools import schema_problem
+from ..schema_check import SchemaCheck
 from ..session import DEFAULT, Timeout
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class OutputSchemas:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self._validators: dict[str, Any] = {}
+        self._validators: dict[str, SchemaCheck] = {}
         self._known = False
 
     def forget(self) -> None:
@@ -62,9 +62,7 @@ class OutputSchemas:
     def learn(self, tool: Any) -> None:
         schema = wire.to_wire(getattr(tool, "output_schema", None))
         if isinstance(schema, dict):
-            import jsonschema
-
-            self._validators[tool.name] = jsonschema.validators.validator_for(schema)(schema)
+            self._validators[tool.name] = SchemaCheck(schema)
 
     async def check(self, name: str, result: Any) -> None:
         """Raise `StructuredOutputError` if `result`'s structured content does not fit the tool's schema."""
@@ -87,7 +85,7 @@ class OutputSchemas:
         structured = getattr(result, "structured_content", None)
         if structured is None:
             raise StructuredOutputError(f"tool {name} has an outputSchema but its result carries no structuredContent")
-        problem = schema_problem(validator, structured)
+        problem = validator.problem(structured)
         if problem is not None:
             raise StructuredOutputError(
                 f"tool {name} returned structuredContent that does not match its outputSchema: {problem}"

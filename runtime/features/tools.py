@@ -24,6 +24,7 @@ import pydantic
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..registry import validation_detail
+from ..schema_check import SchemaCheck
 from .common import dump, hints, is_content, is_context, pydantic_json, text, wire_object, without_input_required
 
 HEADER_KEYWORD = "x-mcp-header"
@@ -76,12 +77,10 @@ class ToolDef:
         }
 
     @cached_property
-    def output_validator(self) -> Any:
-        """A JSON Schema validator of `output_schema` (for results the tool built itself)."""
-        import jsonschema
-
+    def output_check(self) -> SchemaCheck:
+        """The output schema, compiled (for results the tool built itself)."""
         assert self.output_schema is not None
-        return jsonschema.validators.validator_for(self.output_schema)(self.output_schema)
+        return SchemaCheck(self.output_schema)
 
 
 def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -201,19 +200,11 @@ def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
     return {"content": [text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
 
 
-def schema_problem(validator: Any, instance: Any) -> str | None:
-    """The first way `instance` breaks a JSON Schema validator's schema (None if it fits)."""
-    problems = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
-    if not problems:
-        return None
-    return f"{'/'.join(str(p) for p in problems[0].path) or '(root)'}: {problems[0].message}"
-
-
 def _checked(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
     """A result the tool built itself: its structured content must fit the tool's schema."""
     if tool.output_schema is None or result.get("isError"):
         return result
-    problem = schema_problem(tool.output_validator, result.get("structuredContent"))
+    problem = tool.output_check.problem(result.get("structuredContent"))
     if problem is not None:
         return error_result(
             f"tool {tool.name} returned structuredContent that does not match its outputSchema: {problem}"

@@ -1,0 +1,84 @@
+"""Checking a JSON value against a JSON Schema (a tool's `outputSchema`), fast on the common path.
+
+Every tool call's structured content is checked, so the check is on a hot path. `jsonschema` is
+the authority (every draft, exact messages) but interprets the schema on each call; when a
+schema uses only keywords that mean the same in draft-07 and 2020-12 (types, properties,
+required, items as one schema, enums, bounds, combinators, local `$ref`s...), `fastjsonschema`
+compiles it to Python once and answers in about a twentieth of the time. A value the fast check
+refuses is checked again by `jsonschema`, which gives the message (and has the last word).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import Any
+
+# Keywords whose meaning draft-07 and 2020-12 share, and those of them that hold subschemas.
+_COMMON = frozenset(
+    {
+        "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
+        "propertyNames", "minProperties", "maxProperties", "items", "minItems", "maxItems", "uniqueItems",
+        "contains", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+        "maxLength", "pattern", "format", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref",
+        "$defs", "definitions", "$schema", "$id", "$comment", "title", "description", "default", "examples",
+        "readOnly", "writeOnly", "deprecated", "contentMediaType", "contentEncoding",
+    }
+)  # fmt: skip
+_ONE = ("additionalProperties", "propertyNames", "items", "contains", "not", "if", "then", "else")
+_MAP = ("properties", "patternProperties", "$defs", "definitions")
+_LIST = ("anyOf", "oneOf", "allOf")
+_DRAFTS = ("draft-07", "draft/2019-09", "draft/2020-12")
+
+
+def _common(schema: object) -> bool:
+    """Does `schema` (and every subschema) use only the keywords both drafts read alike?"""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, Mapping) or not set(schema) <= _COMMON:
+        return False
+    if "$schema" in schema and not any(d in str(schema["$schema"]) for d in _DRAFTS):
+        return False
+    if "$ref" in schema and not str(schema["$ref"]).startswith("#"):
+        return False
+    children: list[object] = [schema[k] for k in _ONE if k in schema]
+    children += [v for k in _MAP if isinstance(schema.get(k), Mapping) for v in schema[k].values()]
+    children += [v for k in _LIST if isinstance(schema.get(k), list) for v in schema[k]]
+    if any(isinstance(schema.get(k), list) for k in ("items",)):
+        return False  # tuple `items` changed meaning in 2020-12
+    return all(_common(child) for child in children)
+
+
+class SchemaCheck:
+    """One schema, compiled once; `problem(value)` is None when the value fits."""
+
+    def __init__(self, schema: Mapping[str, Any] | bool) -> None:
+        self.schema = schema
+        self._fast: Callable[[Any], Any] | None = None
+        if _common(schema):
+            import fastjsonschema
+
+            try:
+                body = {k: v for k, v in schema.items() if k != "$schema"} if isinstance(schema, Mapping) else schema
+                self._fast = fastjsonschema.compile(body, use_default=False, use_formats=False)
+            except Exception:  # a schema the compiler cannot take: the full validator reads it
+                self._fast = None
+
+    @cached_property
+    def _full(self) -> Any:
+        import jsonschema
+
+        return jsonschema.validators.validator_for(self.schema)(self.schema)
+
+    def problem(self, value: Any) -> str | None:
+        """The first way `value` breaks the schema, or None if it fits."""
+        if self._fast is not None:
+            try:
+                self._fast(value)
+                return None
+            except Exception:  # refused (or could not decide): the full validator has the last word
+                pass
+        problems = sorted(self._full.iter_errors(value), key=lambda e: list(e.path))
+        if not problems:
+            return None
+        return f"{'/'.join(str(p) for p in problems[0].path) or '(root)'}: {problems[0].message}"
