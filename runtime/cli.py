@@ -1,10 +1,11 @@
-"""`mcpgen inspect` and `mcpgen call`: talk to a stdio server from the command line.
+"""`mcpgen inspect` and `mcpgen call`: talk to a server from the command line.
 
-    mcpgen inspect [--mode auto|legacy|VERSION] [--json] -- python server.py
-    mcpgen call TOOL [--args JSON] [--mode ...] [--json] -- python server.py
+    mcpgen inspect [--mode auto|legacy|VERSION] [--json] -- python server.py     (stdio)
+    mcpgen inspect --url http://localhost:8000/mcp [--mode ...] [--json]        (Streamable HTTP)
+    mcpgen call TOOL [--args JSON] [--mode ...] [--json] (--url URL | -- python server.py)
 
-A server that crashes, hangs or writes something other than JSON-RPC gets a one-line
-explanation and exit status 1, never a traceback.
+A server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
+one-line explanation and exit status 1, never a traceback.
 """
 
 from __future__ import annotations
@@ -33,24 +34,33 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print one J
 _timeout_option = click.option(
     "--timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for each answer."
 )
+_url_option = click.option("--url", help="A Streamable HTTP server's URL (instead of a command after `--`).")
 
 
 _dump = to_wire
 
 
-def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Client], Awaitable[Any]]) -> Any:
-    if not command:
-        raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`")
+def _run(
+    command: tuple[str, ...], url: str | None, mode: str, timeout: float, work: Callable[[Client], Awaitable[Any]]
+) -> Any:
+    if url is not None and command:
+        raise click.UsageError("give either --url or a server command after `--`, not both")
+    if url is None and not command:
+        raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`, or --url URL")
 
     try:
-        client = Client(
-            stdio(list(command), stderr=subprocess.DEVNULL),
-            mode=mode,
-            request_timeout=timeout,
-            probe_timeout=min(timeout, 5.0),
-        )
-    except ValueError as exc:  # a bad --mode
+        target: Any
+        if url is not None:
+            from .transport.http_client import http
+
+            target = http(url, timeout=timeout)
+        else:
+            target = stdio(list(command), stderr=subprocess.DEVNULL)
+        client = Client(target, mode=mode, request_timeout=timeout, probe_timeout=min(timeout, 5.0))
+    except ValueError as exc:  # a bad --mode or URL
         raise click.UsageError(str(exc)) from None
+    except ImportError as exc:  # no httpx
+        raise click.ClickException(str(exc)) from None
 
     async def main() -> Any:
         async with client:
@@ -65,8 +75,10 @@ def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Cl
     except RequestTimeout as exc:
         bad = client.last_bad_frames
         hint = f"; it wrote {bad} line(s) that are not JSON" if bad else "; is it an MCP stdio server?"
-        raise click.ClickException(f"the server did not answer in time ({exc}){hint}") from None
-    except ConnectionClosed:
+        raise click.ClickException(f"the server did not answer in time ({exc}){hint if url is None else ''}") from None
+    except ConnectionClosed as exc:
+        if url is not None:
+            raise click.ClickException(f"no answer from {url}: {exc}") from None
         raise click.ClickException(
             "the server closed the connection (it crashed or exited); run the command by hand to see its errors"
         ) from None
@@ -83,12 +95,13 @@ def _run(command: tuple[str, ...], mode: str, timeout: float, work: Callable[[Cl
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
+@_url_option
 @_mode_option
 @_json_option
 @_timeout_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
-    """Connect to a stdio server and list what it offers."""
+def inspect(url: str | None, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
+    """Connect to a server (stdio command or --url) and list what it offers."""
 
     async def work(client: Client) -> dict[str, Any]:
         caps = client.server_capabilities
@@ -117,7 +130,7 @@ def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) 
                     report[key] = []
         return report
 
-    report = _run(command, mode, timeout, work)
+    report = _run(command, url, mode, timeout, work)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -143,12 +156,15 @@ def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("tool")
 @click.option("--args", "arguments", default="{}", help="The tool's arguments as a JSON object.")
+@_url_option
 @_mode_option
 @_json_option
 @_timeout_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def call(tool: str, arguments: str, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
-    """Call one tool of a stdio server and print its result."""
+def call(
+    tool: str, arguments: str, url: str | None, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]
+) -> None:
+    """Call one tool of a server (stdio command or --url) and print its result."""
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
@@ -159,7 +175,7 @@ def call(tool: str, arguments: str, mode: str, as_json: bool, timeout: float, co
     async def work(client: Client) -> Any:
         return _dump(await client.call_tool(tool, parsed))
 
-    result = _run(command, mode, timeout, work)
+    result = _run(command, url, mode, timeout, work)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

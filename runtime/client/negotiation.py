@@ -9,7 +9,8 @@ modern pin sends nothing; a handshake-era pin runs `initialize` for exactly that
 
 Start-up time does not count against the probe: on a pipe the probe goes out with a `ping`
 (the one request a handshake-era server answers before `initialize`), and the probe's clock
-starts only once the server has answered something. A discover answer that arrives after the
+starts only once the server has answered something. Over HTTP every POST gets an answer (a
+legacy server's is an error status), so the probe waits for it. A discover answer that arrives after the
 fallback `initialize` was sent, but before its answer, is still adopted: a server that speaks
 the modern era is never downgraded.
 """
@@ -215,9 +216,9 @@ class _Probe:
             if needs_liveness:
                 await probe_sent.wait()  # the probe goes first: some servers pick their era by the first message
                 tg.start_soon(self._ping)
-            deadline = anyio.current_time() + (
-                self.client.startup_timeout if needs_liveness else self.client.probe_timeout
-            )
+            # HTTP answers every POST (a legacy server with an error status): no silence to time out on,
+            # so a slow answer under load is waited for instead of read as a legacy server.
+            deadline = anyio.current_time() + self.client.startup_timeout
             step = await self._decide(tg, deadline)
             tg.cancel_scope.cancel()
         return step
@@ -233,7 +234,7 @@ class _Probe:
                 if step is not None:
                     return step
                 continue
-            step = self.plan.fall_back(f"no answer to server/discover within {self.client.probe_timeout} s")
+            step = self.plan.fall_back("no answer to server/discover in time")
             if not isinstance(step, Initialize):
                 return step
             self.fallback = step
