@@ -314,7 +314,7 @@ class _Link:
             await response.aclose()
 
     async def _answer(self, exchange: _Exchange, response: httpx.Response) -> None:
-        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        kind = _content_type(response)
         if kind == "application/json":
             body = await _read(response, self.limit)
             if isinstance(body, Oversized):
@@ -533,8 +533,12 @@ def _object(data: bytes) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
+def _content_type(response: httpx.Response) -> str:
+    return str(response.headers.get("content-type", "")).partition(";")[0].strip().lower()
+
+
 def _is_sse(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").partition(";")[0].strip().lower() == "text/event-stream"
+    return _content_type(response) == "text/event-stream"
 
 
 def _describe(exc: BaseException) -> str:

@@ -72,9 +72,7 @@ def delete(item: str, answer: Annotated[ElicitationResult[Confirm], Resolve(ask_
 
 
 @server.tool()
-def preference(
-    who: Annotated[Name, Resolve(ask_name)], colour: Annotated[Colour, Resolve(ask_colour)]
-) -> str:
+def preference(who: Annotated[Name, Resolve(ask_name)], colour: Annotated[Colour, Resolve(ask_colour)]) -> str:
     """Two questions, the second built from the first answer: two rounds."""
     return f"{who.name} likes {colour.colour}"
 
