@@ -94,6 +94,7 @@ class Client(Calls):
         *,
         mode: str = "auto",
         auth: Any = None,
+        accept_older: bool = False,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         registry: VersionRegistry | ModuleType | None = None,
@@ -128,6 +129,7 @@ class Client(Calls):
         check_callback("on_resource_updated", on_resource_updated, 1)
         check_callback("on_log", on_log, 3)
         self.mode = mode
+        self.accept_older = accept_older
         self.target = connector_for(server, auth=auth)
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
         self._capability_overrides = capabilities
@@ -269,6 +271,9 @@ class Client(Calls):
             self.server_capabilities = caps if isinstance(caps, dict) else {}
             instructions = answer.get("instructions")
             self.instructions = instructions if isinstance(instructions, str) else None
+            agreed = answer.get("protocolVersion")
+            if isinstance(agreed, str) and agreed != adopted.version:
+                log.warning("the server speaks protocol %s; talking to it with %s messages", agreed, adopted.version)
             meta = answer.get("_meta")
             info = answer.get("serverInfo", meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None)
             self.server_info = info if isinstance(info, dict) else None
