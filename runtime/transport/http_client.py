@@ -64,6 +64,7 @@ ACCEPT = "application/json, text/event-stream"
 INITIALIZE, INITIALIZED, CANCELLED = "initialize", "notifications/initialized", "notifications/cancelled"
 RESUME_ATTEMPTS = 3  # consecutive reconnections that bring nothing before a stream is given up
 ERROR_BODY_BYTES = 64 * 1024
+DRAIN_SECONDS = 1.0  # how long the end of a stream is waited for once its answer came
 
 
 @dataclass
@@ -147,7 +148,10 @@ class _Link:
     def __init__(
         self, endpoint: Http, client: httpx.AsyncClient, inbox: ObjectSendStream[Inbound], tg: TaskGroup
     ) -> None:
+        import httpx
+
         self.endpoint, self.client, self.inbox, self.tg = endpoint, client, inbox, tg
+        self.url = httpx.URL(endpoint.url)  # parsed once
         self.limit = endpoint.max_message_bytes
         self.session_id: str | None = None
         self.version: str | None = None  # what the handshake agreed (for MCP-Protocol-Version)
@@ -259,7 +263,7 @@ class _Link:
         for attempt in (1, 2):
             probe = _ReuseProbe()
             request = self.client.build_request(
-                method, self.endpoint.url, headers=headers, content=content, extensions={"trace": probe.trace}
+                method, self.url, headers=headers, content=content, extensions={"trace": probe.trace}
             )
             try:
                 return await self.client.send(request, stream=True, auth=auth)
@@ -374,10 +378,12 @@ class _Link:
         stream ended before it)."""
         import httpx
 
+        chunks = response.aiter_bytes()
         try:
-            async for chunk in response.aiter_bytes():
+            async for chunk in chunks:
                 for event in parser.feed(chunk):
                     if await self._event(exchange, event):
+                        await _drain(chunks)
                         return True
         except httpx.TransportError as exc:
             log.debug("a stream broke: %s", _describe(exc))
@@ -543,6 +549,22 @@ def _is_sse(response: httpx.Response) -> bool:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """The answer came: read the end of its stream (the server ends it next), so that the connection
+    goes back to the pool instead of being closed. A server that keeps the stream open loses it."""
+    import httpx
+
+    left = HEAD_BYTES
+    with anyio.move_on_after(DRAIN_SECONDS):
+        try:
+            async for chunk in chunks:
+                left -= len(chunk)
+                if left < 0:
+                    return
+        except httpx.TransportError:
+            return
 
 
 async def _read(response: httpx.Response, limit: int) -> bytes | Oversized:

@@ -590,3 +590,20 @@ def test_a_url_is_checked_and_auth_needs_a_url() -> None:
     with pytest.raises(TypeError, match="auth"):
         Client(["python", "server.py"], auth=httpx.BasicAuth("a", "b"))
     assert isinstance(Client("http://localhost:1/mcp").target, type(http("http://x")))
+
+
+async def test_an_older_handshake_version_is_spoken_only_when_accepted() -> None:
+    script = Script(version="2025-03-26")
+    async with http_peer(script) as peer:
+        with pytest.raises(NegotiationError, match="2025-03-26"):
+            async with Client(peer.url, mode="legacy"):
+                pass
+        async with Client(peer.url, mode="legacy", accept_older=True) as client:
+            assert client.protocol_version == V25  # the tables it speaks with
+            assert [t async for t in client.tools()] == []
+        with pytest.raises(NegotiationError, match="2030-01-01"):
+            script.version = "2030-01-01"  # newer than ours: no tables can speak it
+            async with Client(peer.url, mode="legacy", accept_older=True):
+                pass
+    listed = peer.posts("tools/list")[0]
+    assert listed.headers["mcp-protocol-version"] == "2025-03-26", "the header names what the server agreed"
