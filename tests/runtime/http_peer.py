@@ -221,13 +221,14 @@ class Script:
     tools: list[dict[str, Any]] = field(default_factory=list)
     session_id: str | None = "session-1"
     get_status: int = 405  # 405: no GET stream; 200: an SSE stream that `on_get` fills
+    delete_status: int = 200  # 405: the server does not let clients end sessions
     version: str = "2025-11-25"
 
     async def __call__(self, request: Received, reply: Reply) -> None:
         if request.method == "GET":
             await self.on_get(request, reply)
         elif request.method == "DELETE":
-            await reply.send(200)
+            await reply.send(self.delete_status)
         else:
             message = request.json
             if "id" not in message or "method" not in message:

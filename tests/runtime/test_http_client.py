@@ -202,8 +202,9 @@ async def test_a_modern_400_does_not_fall_back() -> None:
 # -- the handshake era -----------------------------------------------------------------------------
 
 
-async def test_the_session_id_and_version_are_echoed_and_the_session_deleted_on_close() -> None:
-    async with http_peer(Script(get_status=405)) as peer:
+@pytest.mark.parametrize("delete_status", [200, 405])
+async def test_the_session_id_and_version_are_echoed_and_the_session_deleted_on_close(delete_status: int) -> None:
+    async with http_peer(Script(get_status=405, delete_status=delete_status)) as peer:
         async with Client(peer.url, mode="legacy", validate_structured_output=False) as client:
             await client.call_tool("x")
             await peer.wait_for(lambda r: r.method == "GET")
