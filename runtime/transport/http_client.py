@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .. import wire
-from ..errors import ConnectionClosed, McpError, McpRuntimeError, SessionExpired
+from ..errors import METHOD_NOT_FOUND, ConnectionClosed, McpError, McpRuntimeError, SessionExpired
 from ..registry import PROTOCOL_VERSION_KEY
 from . import headers as routing
 from .base import DEFAULT_MAX_MESSAGE_BYTES, Inbound, Transport, TransportContext
@@ -113,9 +113,8 @@ class Http:
                 tg.cancel_scope.cancel()
 
 
-def http(url: str, **options: Any) -> Http:
-    """Connect to a Streamable HTTP endpoint (options: see `Http`)."""
-    return Http(url, **options)
+http = Http  # `http(url, auth=..., ...)`: the connector, with every option typed
+"""Connect to a Streamable HTTP endpoint (the options: see `Http`)."""
 
 
 class _Link(Channel):
@@ -232,13 +231,13 @@ class _Link(Channel):
         response = await self._send("POST", headers, data)
         try:
             status = response.status_code
-            if status == 404 and sent_session is not None:
-                if self.session_id == sent_session:
-                    self._session_ended()
-                ended = SessionExpired(f"the server ended the session (HTTP 404 on {exchange.method})")
-                await self._fail(exchange, ended)
-            elif status >= 300:
-                await self._fail(exchange, await http_error(response, exchange.method))
+            if status >= 300:
+                error = await http_error(response, exchange.method)
+                if status == 404 and sent_session is not None and not _unknown_method(error):
+                    if self.session_id == sent_session:
+                        self._session_ended()
+                    error = SessionExpired(f"the server ended the session (HTTP 404 on {exchange.method})")
+                await self._fail(exchange, error)
             elif status == 202:
                 await self._fail(exchange, McpError(f"the server answered {exchange.method} with 202 and no response"))
             else:
@@ -294,6 +293,12 @@ class _Link(Channel):
                 await response.aclose()
             except (httpx.HTTPError, McpRuntimeError) as exc:
                 log.debug("could not end the session: %s", exc)
+
+
+def _unknown_method(error: McpError) -> bool:
+    """A 404 whose body is the server's own "method not found": the session is alive, the method is not."""
+    synthesized = isinstance(error.data, dict) and "httpStatus" in error.data
+    return error.code == METHOD_NOT_FOUND and not synthesized
 
 
 def _is_modern(message: Mapping[str, Any]) -> bool:

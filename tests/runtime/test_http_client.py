@@ -269,6 +269,24 @@ async def test_a_404_on_the_session_starts_a_new_one_and_retries_once() -> None:
     ]
 
 
+async def test_a_404_saying_method_not_found_keeps_the_session() -> None:
+    script = Script()
+
+    async def handler(request: Received, reply: Reply) -> None:
+        if request.rpc_method == "prompts/list":
+            error = {"code": -32601, "message": "Method not found: prompts/list"}
+            await reply.json({"jsonrpc": "2.0", "id": request.json["id"], "error": error}, status=404)
+            return
+        await script(request, reply)
+
+    async with http_peer(handler) as peer, Client(peer.url, mode="legacy") as client:
+        client.server_capabilities = None  # call it anyway
+        with pytest.raises(MethodNotFound, match="prompts/list"):
+            await client.list_prompts()
+        assert [t async for t in client.tools()] == []
+    assert [p.rpc_method for p in peer.posts()].count("initialize") == 1
+
+
 async def test_a_stream_closed_after_an_event_id_is_resumed_after_retry() -> None:
     stream_closed: list[float] = []
 
