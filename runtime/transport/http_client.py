@@ -232,7 +232,7 @@ class _Link(Channel):
         try:
             status = response.status_code
             if status >= 300:
-                error = await http_error(response, exchange.method)
+                error: McpRuntimeError = await http_error(response, exchange.method)
                 if status == 404 and sent_session is not None and not _unknown_method(error):
                     if self.session_id == sent_session:
                         self._session_ended()
@@ -295,8 +295,10 @@ class _Link(Channel):
                 log.debug("could not end the session: %s", exc)
 
 
-def _unknown_method(error: McpError) -> bool:
+def _unknown_method(error: McpRuntimeError) -> bool:
     """A 404 whose body is the server's own "method not found": the session is alive, the method is not."""
+    if not isinstance(error, McpError):
+        return False
     synthesized = isinstance(error.data, dict) and "httpStatus" in error.data
     return error.code == METHOD_NOT_FOUND and not synthesized
 
