@@ -127,7 +127,9 @@ class _Link(Channel):
         notifications and responses one after the other."""
         async with outgoing:
             async for data in outgoing:
-                message = wire.loads(data)
+                message = wire.loads(data)  # the session's own encoding: one JSON-RPC object
+                if not isinstance(message, dict):
+                    continue
                 method = message.get("method")
                 request_id = message.get("id")
                 if isinstance(method, str) and wire.is_request_id(request_id):

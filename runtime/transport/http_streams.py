@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .. import wire
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, McpError, MethodNotFound, ResponseStreamLost
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    ConnectionClosed,
+    McpError,
+    MethodNotFound,
+    RemoteProtocolError,
+    ResponseStreamLost,
+)
 from .base import HEAD_BYTES, Failure, Inbound, Oversized
 from .sse import Event, SseParser
 from .tool_headers import ToolHeaders
@@ -99,8 +107,9 @@ class Channel:
         kind = _content_type(response)
         if kind == "application/json":
             body = await _read(response, self.limit)
-            if isinstance(body, Oversized):
-                await self._put(body)
+            if isinstance(body, Oversized):  # this body answers this request, whatever its first bytes say
+                limit = f"the {self.limit}-byte message limit"
+                await self._fail(exchange, RemoteProtocolError(f"the answer to {exchange.method} was over {limit}"))
             else:
                 await self._final(exchange, body)
         elif kind == "text/event-stream":
@@ -163,7 +172,7 @@ class Channel:
                     if await self._event(exchange, event):
                         await _drain(chunks)
                         return True
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:
             log.debug("a stream broke: %s", describe(exc))
         return False
 

@@ -576,6 +576,9 @@ async def test_an_oversized_answer_fails_the_call_and_the_session_goes_on() -> N
             await reply.json(
                 result_of(request, {"resultType": "complete", "content": [{"type": "text", "text": "x" * 5000}]})
             )
+        elif name == "id_last":  # nothing in the first bytes says which request this answers
+            big = {"resultType": "complete", "content": [{"type": "text", "text": "x" * 5000}]}
+            await reply.json({"jsonrpc": "2.0", "result": big, "id": request.json["id"]})
         elif name == "sse":
             await reply.sse()
             await reply.event(
@@ -588,7 +591,7 @@ async def test_an_oversized_answer_fails_the_call_and_the_session_goes_on() -> N
     async with http_peer(handler) as peer:
         endpoint.url = peer.url
         async with Client(endpoint, validate_structured_output=False) as client:
-            for name in ("json", "sse"):
+            for name in ("json", "id_last", "sse"):
                 with pytest.raises(RemoteProtocolError, match="over the 2000-byte"):
                     await client.call_tool(name)
             assert (await client.call_tool("small")).content[0].text == "called small"
