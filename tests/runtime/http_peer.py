@@ -104,9 +104,9 @@ class Reply:
     async def end(self) -> None:
         """Finish the stream (the client sees its end)."""
         await self._stop_watching()
+        self.closed_at = anyio.current_time()  # before the client can see the end
         await self._write(h11.EndOfMessage())
         self.finished = True
-        self.closed_at = anyio.current_time()
 
     async def abort(self) -> None:
         """Drop the connection now, whatever was sent."""
