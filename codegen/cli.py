@@ -1,55 +1,56 @@
-"""The `mcpgen` command: sync, generate, methods, diff (plus commands other packages register).
+"""The `mcpgen` command: init, sync, generate, methods, diff (plus commands other packages register).
 
-Other parts of mcpgen (the runtime's `inspect` and `call`) add commands through the
-`mcpgen.commands` entry-point group, so the generator never imports them.
+Every folder is the user's project's (see `project.py`), never the installed package. Other parts
+of mcpgen (the runtime's `inspect` and `call`) add commands through the `mcpgen.commands`
+entry-point group, so this module imports neither the runtime nor the generator toolchain:
+`init`, `sync`, `methods` and `diff` work in a runtime-only install, and `generate` says what to
+install when the toolchain is missing.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
+import shlex
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from .errors import GenerationError, PinError
+from .project import PACKAGED_DATA, Project, data_dir_for, load_project
 from .versioning import version_key
 
-CODEGEN_DIR = Path(__file__).parent
-REPO_SCHEMA_DIR = CODEGEN_DIR.parent / "schema"
-DATA_MARKER = "fixes.toml"
+TOOLCHAIN = ("datamodel_code_generator", "black", "jinja2")
+DATA_FILES = ("fixes.toml", "roles.toml", "gates.toml", "deprecations.toml", "results.toml")
 
 
-def _default_schema_dir() -> Path:
-    env = os.environ.get("MCPGEN_SCHEMA_DIR")
-    if env:
-        return Path(env)
-    local = Path("schema")
-    if (local / "versions.toml").is_file():
-        return local
-    return REPO_SCHEMA_DIR
-
-
-def _data_dir(schema_dir: Path, explicit: Path | None) -> Path:
-    """Fix rules and table data: --data-dir, else the schema folder if it has them, else the
-    project's `schema/` (beside `codegen/` in a checkout and in an installed wheel)."""
-    for candidate in (explicit, schema_dir, REPO_SCHEMA_DIR):
-        if candidate is not None and (candidate / DATA_MARKER).is_file():
-            return candidate
-    if explicit is not None:
-        raise GenerationError(f"{explicit} has no {DATA_MARKER}: it is not an mcpgen data folder")
-    raise GenerationError(f"no data folder with {DATA_MARKER} found; pass --data-dir")
-
-
-def _default_out(schema_dir: Path) -> Path:
-    return schema_dir.resolve().parent / "generated"
-
-
-def _fail(exc: Exception) -> None:
+def _fail(exc: Exception | str) -> NoReturn:
     raise click.ClickException(str(exc))
+
+
+def _project() -> Project:
+    try:
+        return load_project()
+    except GenerationError as exc:
+        _fail(exc)
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it here: relative to the current directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return str(path)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("mcpgen")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "unknown"
 
 
 class _Group(click.Group):
@@ -76,16 +77,61 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
+@click.version_option(_version(), "--version", prog_name="mcpgen", message="%(prog)s %(version)s")
 def main() -> None:
-    """Generated, typed MCP messages and dispatch tables, and a runtime that speaks them."""
+    """Generated, typed MCP messages and dispatch tables, and a runtime that speaks them.
+
+    Folders are the current project's: ./schema and ./generated beside the nearest
+    pyproject.toml, or as set under [tool.mcpgen] there (schema-dir, out, data-dir).
+    """
 
 
 schema_dir_option = click.option(
     "--schema-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Folder with <version>/schema.json (default: ./schema, or $MCPGEN_SCHEMA_DIR).",
+    help="Folder with versions.toml and <version>/schema.json (default: the project's schema/, "
+    "[tool.mcpgen] schema-dir, or $MCPGEN_SCHEMA_DIR).",
 )
+data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Own fix rules and table data (default: the schema folder if it has fixes.toml, else mcpgen's).",
+)
+
+
+# -- init -------------------------------------------------------------------------------------
+
+
+@main.command()
+@schema_dir_option
+@click.option("--force", is_flag=True, help="Overwrite an existing versions.toml.")
+@click.option("--with-data", is_flag=True, help="Also copy mcpgen's data files (fix rules, gates, ...) to edit them.")
+def init(schema_dir: Path | None, force: bool, with_data: bool) -> None:
+    """Start a project: write schema/versions.toml with the pins this mcpgen release knows."""
+    from .sync import PINS_FILE, read_pins, write_pins
+
+    root = schema_dir or _project().schema_dir
+    target = root / PINS_FILE
+    if target.exists() and not force:
+        _fail(f"{_shown(target)} already exists (--force overwrites it)")
+    try:
+        pins = read_pins(PACKAGED_DATA)
+    except PinError as exc:
+        _fail(exc)
+    root.mkdir(parents=True, exist_ok=True)
+    write_pins(root, pins)
+    click.echo(f"wrote {_shown(target)}: {', '.join(p.version for p in pins)}")
+    if with_data:
+        for name in DATA_FILES:
+            (root / name).write_bytes((PACKAGED_DATA / name).read_bytes())
+        click.echo(f"copied {', '.join(DATA_FILES)} to {_shown(root)} (they now replace mcpgen's)")
+    options = "" if schema_dir is None else f" --schema-dir {shlex.quote(_shown(root))}"
+    click.echo(f"next: mcpgen sync{options} && mcpgen generate{options}")
+
+
+# -- sync -------------------------------------------------------------------------------------
 
 
 @main.command()
@@ -93,31 +139,63 @@ schema_dir_option = click.option(
     "--from",
     "source",
     envvar="MCPGEN_SCHEMA_SOURCE",
-    required=True,
-    help="A folder or base URL laid out as <source>/<version>/schema.json ($MCPGEN_SCHEMA_SOURCE).",
+    default=None,
+    help="A folder or base URL laid out as <source>/<version>/schema.json ($MCPGEN_SCHEMA_SOURCE). "
+    "Default: each pin's repository at its commit.",
 )
 @schema_dir_option
 @click.option("--version", "versions", multiple=True, help="Only this version (repeatable); default: every pin.")
 @click.option("--update-pins", is_flag=True, help="Record the hash the source serves now (after review).")
-def sync(source: str, schema_dir: Path | None, versions: tuple[str, ...], update_pins: bool) -> None:
-    """Copy pinned schema files into the schema folder, refusing any whose sha256 differs from its pin."""
+@click.option(
+    "--raw-base",
+    envvar="MCPGEN_RAW_BASE",
+    default=None,
+    help="Where pinned repositories are served as <owner>/<repo>/<commit>/<path> "
+    "(default https://raw.githubusercontent.com; $MCPGEN_RAW_BASE).",
+)
+def sync(
+    source: str | None, schema_dir: Path | None, versions: tuple[str, ...], update_pins: bool, raw_base: str | None
+) -> None:
+    """Fetch the pinned schema files into the schema folder, refusing any whose sha256 differs from its pin."""
+    from .sync import RAW_BASE
     from .sync import sync as do_sync
 
-    root = schema_dir or _default_schema_dir()
+    root = schema_dir or _project().schema_dir
+    base = ["mcpgen", "sync"]
+    if source:
+        base += ["--from", source]
+    base += ["--schema-dir", _shown(root)]
+    if raw_base:
+        base += ["--raw-base", raw_base]
+
+    def repin(version: str) -> str:
+        return shlex.join([*base, "--version", version, "--update-pins"])
+
+    def review(pinned: Path, fresh: Path) -> str:
+        return shlex.join(["mcpgen", "diff", _shown(pinned), _shown(fresh)])
+
     try:
-        results = do_sync(source, root, list(versions) or None, update_pins=update_pins)
+        results = do_sync(
+            source,
+            root,
+            list(versions) or None,
+            update_pins=update_pins,
+            raw_base=raw_base or RAW_BASE,
+            repin_hint=repin,
+            diff_hint=review,
+        )
     except (PinError, GenerationError) as exc:
         _fail(exc)
     for r in results:
         extra = f", {r.examples} examples" if r.examples else ""
-        click.echo(f"{r.version}: {r.status} (sha256 {r.sha256[:12]}{extra}) -> {root / r.version / 'schema.json'}")
+        where = _shown(root / r.version / "schema.json")
+        click.echo(f"{r.version}: {r.status} (sha256 {r.sha256[:12]}{extra}) -> {where}")
+
+
+# -- generate ---------------------------------------------------------------------------------
 
 
 def _versions_in(schema_dir: Path) -> list[str]:
-    from .sync import read_pins
-
-    if (schema_dir / "versions.toml").is_file():
-        return [p.version for p in read_pins(schema_dir)]
     if not schema_dir.is_dir():
         raise GenerationError(f"schema folder {schema_dir} does not exist")
     return sorted(
@@ -125,18 +203,22 @@ def _versions_in(schema_dir: Path) -> list[str]:
     )
 
 
+def _require_toolchain() -> None:
+    missing = [name for name in TOOLCHAIN if importlib.util.find_spec(name) is None]
+    if missing:
+        _fail(f"the generator toolchain is not installed (no {', '.join(missing)}): pip install 'mcpgen[codegen]'")
+
+
 @main.command()
 @schema_dir_option
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None, help="Output folder.")
-@click.option("--version", "versions", multiple=True, help="Generate this version (repeatable); default: all.")
-@click.option(
-    "--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Fix rules and table data."
-)
+@click.option("--version", "versions", multiple=True, help="Generate this version (repeatable); default: every pin.")
+@data_dir_option
 @click.option("--force", is_flag=True, help="Regenerate even when nothing changed.")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
-@click.option("--no-pin-check", is_flag=True, help="Generate even from files that differ from their pins.")
+@click.option("--no-pin-check", is_flag=True, help="Generate from schema files without checking them against pins.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
-def generate(
+def generate(  # noqa: PLR0913 - one parameter per command-line option
     schema_dir: Path | None,
     out: Path | None,
     versions: tuple[str, ...],
@@ -146,50 +228,95 @@ def generate(
     no_pin_check: bool,
     quiet: bool,
 ) -> None:
-    """Generate models and dispatch tables for every pinned version (or the --version ones)."""
-    from .generate import generate as do_generate
-    from .sync import read_pins
+    """Generate models and dispatch tables for every pinned version (or the --version ones).
 
-    root = schema_dir or _default_schema_dir()
+    Prints a line as each version is done; prints nothing when nothing changed.
+    """
+    _require_toolchain()
+    from .generate import generate as do_generate
+    from .sync import PINS_FILE, read_pins
+
+    project = _project()
+    root = schema_dir or project.schema_dir
+    shown = _shown(root)
+    repin = shlex.join(["mcpgen", "sync", "--from", shown, "--schema-dir", shown, "--version", "VERSION"])
+    repin = repin.replace("VERSION", "{version}") + " --update-pins"
     try:
-        wanted = list(versions) or _versions_in(root)
+        pins: dict[str, str] | None = None
+        if (root / PINS_FILE).is_file():
+            pinned = read_pins(root)
+            wanted = list(versions) or [p.version for p in pinned]
+            pins = None if no_pin_check else {p.version: p.sha256 for p in pinned}
+        elif no_pin_check:
+            wanted = list(versions) or _versions_in(root)
+        else:
+            init = "mcpgen init" + ("" if schema_dir is None else f" --schema-dir {shlex.quote(shown)}")
+            raise GenerationError(
+                f"no pins at {_shown(root / PINS_FILE)}: run `{init}` (or pass --no-pin-check to generate "
+                "unpinned schema files)"
+            )
         if not wanted:
-            raise GenerationError(f"no versions found in {root}")
-        pins = {}
-        if not no_pin_check and (root / "versions.toml").is_file():
-            pins = {p.version: p.sha256 for p in read_pins(root)}
+            raise GenerationError(f"no versions found in {shown}")
         report = do_generate(
             root,
-            out or _default_out(root),
+            out or project.out,
             wanted,
-            _data_dir(root, data_dir),
+            data_dir_for(root, data_dir, project.data_dir),
             prune=not versions,
             force=force,
             jobs=jobs,
             pins=pins,
+            repin_hint=repin,
+            progress=None if quiet else click.echo,
         )
     except (PinError, GenerationError) as exc:
         _fail(exc)
-    lines = report.lines()
-    click.echo("\n".join(lines[-1:] if quiet else lines))
+    if report.changed:
+        if not quiet:
+            for v in report.removed:
+                click.echo(f"removed {v} (no longer pinned)")
+        click.echo(report.summary())
 
 
-def _protocol(version: str, schema_dir: Path | None, data_dir: Path | None, *, fixes: bool = True) -> Any:
-    from .generate import load_protocol
+# -- methods and diff -------------------------------------------------------------------------
 
-    root = schema_dir or _default_schema_dir()
-    return load_protocol(root, version, _data_dir(root, data_dir), fixes=fixes)
+
+def _load(target: str, schema_dir: Path | None, data_dir: Path | None, as_version: str | None, *, fixes: bool) -> Any:
+    """The IR of a version of the schema folder, or of a schema file (its version is the name of
+    its folder, or --as-version)."""
+    from .generate import load_protocol, load_protocol_file
+
+    project = _project()
+    root = schema_dir or project.schema_dir
+    data = data_dir_for(root, data_dir, project.data_dir)
+    path = Path(target)
+    if version_key(target) is not None and not path.is_file():
+        return load_protocol(root, target, data, fixes=fixes)
+    if not path.is_file():
+        raise GenerationError(f"{target} is neither a version in {_shown(root)} nor a schema file")
+    version = as_version or path.resolve().parent.name
+    if version_key(version) is None:
+        raise GenerationError(
+            f"cannot tell which protocol version {target} is (its folder is not named YYYY-MM-DD): pass --as-version"
+        )
+    return load_protocol_file(path, version, data, fixes=fixes)
+
+
+as_version_option = click.option(
+    "--as-version", default=None, help="The protocol version of a schema FILE whose folder is not named for it."
+)
 
 
 @main.command()
-@click.argument("version")
+@click.argument("target", metavar="VERSION|FILE")
 @schema_dir_option
-@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
+@data_dir_option
+@as_version_option
 @click.option("--json", "as_json", is_flag=True, help="A JSON list of objects, one per method.")
-def methods(version: str, schema_dir: Path | None, data_dir: Path | None, as_json: bool) -> None:
-    """Print the dispatch table of VERSION."""
+def methods(target: str, schema_dir: Path | None, data_dir: Path | None, as_version: str | None, as_json: bool) -> None:
+    """Print the dispatch table of a version (of the schema folder) or of a schema file."""
     try:
-        protocol = _protocol(version, schema_dir, data_dir)
+        protocol = _load(target, schema_dir, data_dir, as_version, fixes=True)
     except GenerationError as exc:
         _fail(exc)
     rows = protocol.methods_json()
@@ -220,23 +347,39 @@ def methods(version: str, schema_dir: Path | None, data_dir: Path | None, as_jso
 
 
 @main.command()
-@click.argument("old")
-@click.argument("new")
+@click.argument("old", metavar="OLD")
+@click.argument("new", metavar="NEW")
 @schema_dir_option
-@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
+@data_dir_option
+@as_version_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def diff(old: str, new: str, schema_dir: Path | None, data_dir: Path | None, as_json: bool) -> None:
-    """What changed from OLD to NEW, as upstream wrote them: methods, defs and fields."""
-    from .diff import diff_protocols, format_diff
+@click.option("--exit-code", is_flag=True, help="Exit with 1 when the protocol differs, 0 when it does not (for CI).")
+def diff(  # noqa: PLR0913 - one parameter per command-line option
+    old: str,
+    new: str,
+    schema_dir: Path | None,
+    data_dir: Path | None,
+    as_version: str | None,
+    as_json: bool,
+    exit_code: bool,
+) -> None:
+    """What changed from OLD to NEW, as upstream wrote them: methods, defs and fields.
+
+    OLD and NEW are versions of the schema folder or any two schema files (also two copies of
+    one version, e.g. the pinned file and the `schema.json.new` a refused sync keeps).
+    """
+    from .diff import diff_protocols, format_diff, has_changes
 
     try:
         # the protocol as upstream wrote it: the fix rules are mcpgen's, not a change between versions
-        result = diff_protocols(
-            _protocol(old, schema_dir, data_dir, fixes=False), _protocol(new, schema_dir, data_dir, fixes=False)
-        )
+        a = _load(old, schema_dir, data_dir, as_version, fixes=False)
+        b = _load(new, schema_dir, data_dir, as_version, fixes=False)
     except GenerationError as exc:
         _fail(exc)
+    result = diff_protocols(a, b)
     click.echo(json.dumps(result, indent=2) if as_json else format_diff(result))
+    if exit_code and has_changes(result):
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

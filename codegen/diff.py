@@ -57,6 +57,7 @@ def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:
     return {
         "from": old.version,
         "to": new.version,
+        "sha256": [old.sha256, new.sha256],
         "era": [old.era, new.era],
         "methods": {
             "added": [new.methods[m].as_json() for m in sorted(set(new.methods) - set(old.methods))],
@@ -69,6 +70,11 @@ def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:
             "changed": defs_changed,
         },
     }
+
+
+def has_changes(d: dict[str, Any]) -> bool:
+    """Does the diff show any protocol-level change (not only the bytes of the files)?"""
+    return d["era"][0] != d["era"][1] or any(d[part][kind] for part in ("methods", "defs") for kind in d[part])
 
 
 def _method_changes(a: Method, b: Method) -> dict[str, list[Any]]:
@@ -88,37 +94,54 @@ def _fmt(value: Any) -> str:
 
 def format_diff(d: dict[str, Any]) -> str:
     """The diff as text for people."""
-    lines = [f"{d['from']} -> {d['to']} (era {d['era'][0]} -> {d['era'][1]})", ""]
-    m = d["methods"]
-    lines.append(f"Methods: {len(m['added'])} added, {len(m['removed'])} removed, {len(m['changed'])} changed")
-    for row in m["added"]:
-        lines.append(f"  + {row['method']}  ({row['kind']}, {row['direction']}, result {_fmt(row['result'])})")
-    for row in m["removed"]:
-        lines.append(f"  - {row['method']}  ({row['kind']}, {row['direction']})")
+    return "\n".join([*_header_lines(d), "", *_method_lines(d["methods"]), "", *_def_lines(d["defs"])])
+
+
+def _header_lines(d: dict[str, Any]) -> list[str]:
+    """The versions and eras, and whether the files differ at all."""
+    lines = [f"{d['from']} -> {d['to']} (era {d['era'][0]} -> {d['era'][1]})"]
+    sha = d.get("sha256", ["", ""])
+    if sha[0] == sha[1]:
+        lines.append(f"the files are identical (sha256 {sha[0][:12]})")
+        return lines
+    lines.append(f"sha256 {sha[0][:12]} -> {sha[1][:12]}")
+    if not has_changes(d):
+        lines.append("the files differ, but not in methods, defs or fields (descriptions or layout only)")
+    return lines
+
+
+def _method_lines(m: dict[str, Any]) -> list[str]:
+    lines = [f"Methods: {len(m['added'])} added, {len(m['removed'])} removed, {len(m['changed'])} changed"]
+    lines += [f"  + {r['method']}  ({r['kind']}, {r['direction']}, result {_fmt(r['result'])})" for r in m["added"]]
+    lines += [f"  - {r['method']}  ({r['kind']}, {r['direction']})" for r in m["removed"]]
     for row in m["changed"]:
         lines.append(f"  ~ {row['method']}")
-        for facet, (old, new) in row["changes"].items():
-            lines.append(f"      {facet}: {_fmt(old)} -> {_fmt(new)}")
-    defs = d["defs"]
-    lines.append("")
-    lines.append(f"Defs: {len(defs['added'])} added, {len(defs['removed'])} removed, {len(defs['changed'])} changed")
-    for name in defs["added"]:
-        lines.append(f"  + {name}")
-    for name in defs["removed"]:
-        lines.append(f"  - {name}")
+        lines += [f"      {facet}: {_fmt(old)} -> {_fmt(new)}" for facet, (old, new) in row["changes"].items()]
+    return lines
+
+
+def _def_lines(defs: dict[str, Any]) -> list[str]:
+    lines = [f"Defs: {len(defs['added'])} added, {len(defs['removed'])} removed, {len(defs['changed'])} changed"]
+    lines += [f"  + {name}" for name in defs["added"]]
+    lines += [f"  - {name}" for name in defs["removed"]]
     for row in defs["changed"]:
         lines.append(f"  ~ {row['def']}")
         if "shape" in row:
             lines.append(f"      shape: {row['shape'][0]} -> {row['shape'][1]}")
-        for f in row.get("fields_added", []):
-            lines.append(f"      + {f['name']}: {f['type']}{' (required)' if f['required'] else ''}")
-        for f in row.get("fields_removed", []):
-            lines.append(f"      - {f['name']}: {f['type']}{' (required)' if f['required'] else ''}")
-        for f in row.get("fields_changed", []):
-            parts = []
-            if "type" in f:
-                parts.append(f"type {f['type'][0]} -> {f['type'][1]}")
-            if "required" in f:
-                parts.append("required" if f["required"][1] else "optional")
-            lines.append(f"      ~ {f['name']}: {'; '.join(parts)}")
-    return "\n".join(lines)
+        lines += [f"      + {_field(f)}" for f in row.get("fields_added", [])]
+        lines += [f"      - {_field(f)}" for f in row.get("fields_removed", [])]
+        lines += [f"      ~ {f['name']}: {_field_change(f)}" for f in row.get("fields_changed", [])]
+    return lines
+
+
+def _field(f: dict[str, Any]) -> str:
+    return f"{f['name']}: {f['type']}{' (required)' if f['required'] else ''}"
+
+
+def _field_change(f: dict[str, Any]) -> str:
+    parts = []
+    if "type" in f:
+        parts.append(f"type {f['type'][0]} -> {f['type'][1]}")
+    if "required" in f:
+        parts.append("required" if f["required"][1] else "optional")
+    return "; ".join(parts)

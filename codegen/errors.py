@@ -12,6 +12,9 @@ class GenerationError(Exception):
         self.message = message
         self.file = str(file) if file is not None else None
         self.pointer = pointer
+        if self.file is None and not pointer:  # not about a place in a schema file
+            super().__init__(message)
+            return
         where = self.file or "<schema>"
         if pointer:
             where = f"{where}#{pointer}"

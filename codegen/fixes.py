@@ -27,6 +27,7 @@ Operations, applied in this order to the matched node, with paths relative to it
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,30 +138,52 @@ def matches(pattern: Any, node: Any) -> bool:
     if pattern == ANY:
         return True
     if isinstance(pattern, dict):
-        if "$not" in pattern and len(pattern) == 1:
-            return not matches(pattern["$not"], node)
-        if "$contains" in pattern and len(pattern) == 1:
-            if not isinstance(node, list):
-                return False
-            return all(any(matches(p, item) for item in node) for p in pattern["$contains"])
-        if not isinstance(node, dict):
-            return False
-        for key, sub in pattern.items():
-            if isinstance(sub, dict) and sub.get("$absent") is True and len(sub) == 1:
-                if key in node:
-                    return False
-                continue
-            if key not in node or not matches(sub, node[key]):
-                return False
-        return True
+        return _matches_table(pattern, node)
     if isinstance(pattern, list):
-        return (
-            isinstance(node, list)
-            and len(node) == len(pattern)
-            and all(matches(p, n) for p, n in zip(pattern, node, strict=True))
-        )
-    if isinstance(pattern, bool) or isinstance(node, bool):
-        return isinstance(pattern, bool) and isinstance(node, bool) and pattern == node
+        return _matches_array(pattern, node)
+    return _matches_scalar(pattern, node)
+
+
+def _matches_not(operand: Any, node: Any) -> bool:
+    return not matches(operand, node)
+
+
+def _matches_contains(operand: Any, node: Any) -> bool:
+    return isinstance(node, list) and all(any(matches(p, item) for item in node) for p in operand)
+
+
+_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {"$not": _matches_not, "$contains": _matches_contains}
+"""A table whose only key is one of these is an operator applied to its value, not an object pattern."""
+
+
+def _matches_table(pattern: dict[str, Any], node: Any) -> bool:
+    if len(pattern) == 1:
+        ((key, operand),) = pattern.items()
+        operator = _OPERATORS.get(key)
+        if operator is not None:
+            return operator(operand, node)
+    return isinstance(node, dict) and all(_matches_key(key, sub, node) for key, sub in pattern.items())
+
+
+def _matches_key(key: str, sub: Any, node: dict[str, Any]) -> bool:
+    """One key of an object pattern: `{ "$absent" = true }` wants the key missing, any other
+    pattern wants it present with a matching value."""
+    if isinstance(sub, dict) and sub.get("$absent") is True and len(sub) == 1:
+        return key not in node
+    return key in node and matches(sub, node[key])
+
+
+def _matches_array(pattern: list[Any], node: Any) -> bool:
+    return (
+        isinstance(node, list)
+        and len(node) == len(pattern)
+        and all(matches(p, n) for p, n in zip(pattern, node, strict=True))
+    )
+
+
+def _matches_scalar(pattern: Any, node: Any) -> bool:
+    if isinstance(pattern, bool) != isinstance(node, bool):  # booleans never equal numbers
+        return False
     return bool(pattern == node)
 
 

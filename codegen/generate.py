@@ -15,20 +15,22 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from .errors import GenerationError
 from .fixes import FixReport, apply_fixes, load_rules
 from .ir import Protocol, build_protocol
-from .loader import check_version_string, load_schema
+from .loader import SchemaDocument, check_version_string, load_schema, load_schema_file, parse_schema_bytes
 from .normalize import normalize
 from .overlay import load_overlay
 from .versioning import module_name, sort_versions
+
+if TYPE_CHECKING:
+    import jinja2
 
 CODEGEN_DIR = Path(__file__).parent
 TEMPLATES = CODEGEN_DIR / "templates"
@@ -46,6 +48,8 @@ class VersionBuild:
     sha256: str
     source: str
     files: dict[str, str]
+    closure: list[str]  # the defs a result can carry: the names of the version-independent `types`
+    defined: list[str]  # every top-level name of `models.py`
     fix_lines: list[str]
     warnings: list[str]
     seconds: float
@@ -67,6 +71,17 @@ class GenerateReport:
     outcomes: list[VersionOutcome]
     removed: list[str]
     seconds: float
+    shared_changed: bool = False
+
+    @property
+    def changed(self) -> bool:
+        """Did this run write or remove anything?"""
+        return self.shared_changed or bool(self.removed) or any(o.status == "generated" for o in self.outcomes)
+
+    def summary(self) -> str:
+        made = [o.version for o in self.outcomes if o.status == "generated"]
+        what = f"generated {', '.join(made)}" if made else "updated the shared files"
+        return f"wrote {self.out}: {what} in {self.seconds:.2f}s"
 
     def lines(self) -> list[str]:
         out = []
@@ -105,6 +120,8 @@ def generator_fingerprint(data_dir: Path) -> str:
 
 
 def _environment() -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES / "tables")),
         undefined=jinja2.StrictUndefined,
@@ -115,12 +132,27 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def black_format(source: str, where: str) -> str:
+def black_mode() -> Any:
     import black
 
-    mode = black.Mode(target_versions={black.TargetVersion.PY310}, line_length=LINE_LENGTH)  # type: ignore[attr-defined]
+    return black.Mode(target_versions={black.TargetVersion.PY310}, line_length=LINE_LENGTH)  # type: ignore[attr-defined]
+
+
+def black_format(source: str, where: str) -> str:
+    """Format generated code with black in one pass.
+
+    `black.format_str` formats twice when its first pass changed anything (a second pass for the
+    rare case where trailing commas it added split a line differently); generated code is
+    formatted once, which halves black's cost. That the single pass gives byte-identical output
+    to `black.format_str` on every generated file is a test (tests/codegen/test_formatting.py).
+    Like `format_str`, and unlike black's command line without `--fast`, it does not re-parse
+    the output to compare syntax trees: the generated code is compiled by the tests anyway.
+    """
+    import black
+
+    once = getattr(black, "_format_str_once", None) or black.format_str
     try:
-        formatted: str = black.format_str(source, mode=mode)
+        formatted: str = once(source, mode=black_mode())
     except black.InvalidInput as exc:  # type: ignore[attr-defined]  # a template or generator bug, not a schema problem
         raise GenerationError(f"generated code for {where} is not valid Python: {exc}") from exc
     return formatted
@@ -132,7 +164,7 @@ def render(template: str, **context: Any) -> str:
 
 def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuild:
     """Everything for one version, in memory (runs in a worker process)."""
-    from .models import emit_models
+    from .models import emit_models_and_names
 
     started = time.perf_counter()
     doc = load_schema(schema_dir, version)
@@ -140,7 +172,8 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
     norm = normalize(fixed)
     protocol = build_protocol(norm, load_overlay(data_dir))
     source = f"{version}/schema.json (sha256 {doc.sha256[:12]})"
-    models = black_format(emit_models(norm), f"{version} models")
+    raw_models, defined = emit_models_and_names(norm)
+    models = black_format(raw_models, f"{version} models")
     methods = black_format(render("methods.py.jinja2", p=protocol, source=source), f"{version} methods")
     init = black_format(render("version_init.py.jinja2", p=protocol), f"{version} __init__")
     return VersionBuild(
@@ -149,11 +182,28 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         sha256=doc.sha256,
         source=str(doc.file),
         files={"__init__.py": init, "models.py": models, "methods.py": methods},
+        closure=[name for name in protocol.result_closure() if name in defined],
+        defined=sorted(defined),
         fix_lines=_fix_lines(report),
         warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
         errors={e.name: e.code for e in protocol.errors},
     )
+
+
+def _warm_up() -> None:
+    """Run the toolchain once on a one-def schema (imports, datamodel-code-generator's first-call
+    set-up, the model template, black's grammar)."""
+    from .models import emit_models
+
+    tiny = SchemaDocument(
+        version="2000-01-01",
+        file=Path("warm-up.json"),
+        sha256="",
+        draft="2020-12",
+        defs={"Warm": {"type": "object", "properties": {"a": {"type": "string"}}}},
+    )
+    black_format(emit_models(normalize(tiny)), "warm-up")
 
 
 def _fix_lines(report: FixReport) -> list[str]:
@@ -163,7 +213,16 @@ def _fix_lines(report: FixReport) -> list[str]:
 def load_protocol(schema_dir: Path, version: str, data_dir: Path, *, fixes: bool = True) -> Protocol:
     """The IR of one version, without generating code: with the fix rules applied (what the
     generated code does, for `methods`) or as upstream wrote it (`fixes=False`, for `diff`)."""
-    doc = load_schema(schema_dir, version)
+    return _protocol_of(load_schema(schema_dir, version), data_dir, fixes=fixes)
+
+
+def load_protocol_file(path: Path, version: str, data_dir: Path, *, fixes: bool = True) -> Protocol:
+    """Like `load_protocol`, for any schema file, read as protocol version `version`."""
+    check_version_string(version)
+    return _protocol_of(load_schema_file(path, version), data_dir, fixes=fixes)
+
+
+def _protocol_of(doc: SchemaDocument, data_dir: Path, *, fixes: bool) -> Protocol:
     if fixes:
         doc, _ = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
     return build_protocol(normalize(doc), load_overlay(data_dir))
@@ -204,7 +263,18 @@ def _up_to_date(out: Path, entry: dict[str, Any] | None, key: str) -> bool:
     return True
 
 
-def generate(
+@dataclass(frozen=True)
+class _Options:
+    """How `generate` runs: its keyword arguments, see there."""
+
+    prune: bool = False
+    force: bool = False
+    jobs: int | None = None
+    pins: dict[str, str] | None = None
+    repin_hint: str = "mcpgen sync --update-pins"
+
+
+def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests) pass these by keyword
     schema_dir: Path,
     out: Path,
     versions: list[str],
@@ -214,104 +284,250 @@ def generate(
     force: bool = False,
     jobs: int | None = None,
     pins: dict[str, str] | None = None,
+    repin_hint: str = "mcpgen sync --update-pins",
+    progress: Callable[[str], None] | None = None,
 ) -> GenerateReport:
     """Generate `versions` from `schema_dir` into `out`.
 
     With `prune`, versions generated earlier but not listed now are removed (used when
     generating every pinned version). Unchanged versions are skipped unless `force`. `pins`
-    (version -> sha256) refuses a schema file that differs from its pin.
+    (version -> sha256) refuses a schema file that differs from its pin, and a version it does
+    not pin; `None` checks nothing. `progress` is called with a line as work starts and as each
+    version is done.
+
+    Three stages: plan (which versions need building, refusing bad input before any work),
+    build (in this process or in worker processes), write (version packages, pruning, the
+    shared files, the manifest).
     """
+    say = progress or (lambda line: None)
     started = time.perf_counter()
+    options = _Options(prune=prune, force=force, jobs=jobs, pins=pins, repin_hint=repin_hint)
+    plan = _plan(schema_dir, out, versions, data_dir, options)
+    builds = _build_all(schema_dir, data_dir, plan.todo, options.jobs, say)
+    outcomes, entries = _write_versions(out, plan, builds)
+    removed = _prune(out, entries, keep=plan.versions) if options.prune else []
+    shared_entry, shared_changed = _write_shared(out, plan, entries, force=options.force)
+    _write_manifest(out, plan.fingerprint, shared_entry, entries)
+    return GenerateReport(out, outcomes, removed, time.perf_counter() - started, shared_changed)
+
+
+# -- plan ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a run does, decided before any build starts."""
+
+    versions: list[str]  # the requested versions, once each, in version order
+    fingerprint: str  # of the generator (see `generator_fingerprint`)
+    manifest: dict[str, Any]  # as the output tree has it now
+    keys: dict[str, str]  # version -> key of its schema and the generator
+    todo: list[str]  # the versions to build: changed since the manifest, or all with `force`
+
+
+def _requested_versions(versions: list[str]) -> list[str]:
     for v in versions:
         check_version_string(v)
-    versions = sort_versions(list(dict.fromkeys(versions)))
-    if not versions:
+    ordered = sort_versions(list(dict.fromkeys(versions)))
+    if not ordered:
         raise GenerationError("no versions to generate")
+    return ordered
+
+
+def _pinned_schema_bytes(schema_path: Path, version: str, options: _Options) -> bytes:
+    """The schema file's bytes, refusing a missing file and, with pins, one that is not pinned
+    or differs from its pin."""
+    if not schema_path.is_file():
+        raise GenerationError(f"no schema for version {version} (expected {schema_path})", file=schema_path)
+    raw = schema_path.read_bytes()
+    if options.pins is None:
+        return raw
+    repin = options.repin_hint.replace("{version}", version)
+    pinned = options.pins.get(version)
+    if pinned is None:
+        raise GenerationError(
+            f"version {version} is not pinned: pin it first with `{repin}`; --no-pin-check generates anyway",
+            file=schema_path,
+        )
+    actual = hashlib.sha256(raw).hexdigest()
+    if actual != pinned:
+        raise GenerationError(
+            f"the schema file has sha256 {actual}, but it is pinned at {pinned}: "
+            f"it changed since `mcpgen sync`. Sync again, or review it and re-pin it as it is with "
+            f"`{repin}`; --no-pin-check generates anyway",
+            file=schema_path,
+        )
+    return raw
+
+
+def _plan(schema_dir: Path, out: Path, versions: list[str], data_dir: Path, options: _Options) -> _Plan:
+    """Key every requested version and list those whose files are missing, stale or forced.
+
+    Everything that can refuse the input (version strings, missing or unpinned schema files, a
+    file that is not a schema) is checked here, before any build starts."""
+    requested = _requested_versions(versions)
     fingerprint = generator_fingerprint(data_dir)
     manifest = _read_manifest(out)
-    entries: dict[str, Any] = dict(manifest["versions"])
-
     keys: dict[str, str] = {}
     todo: list[str] = []
-    for v in versions:
+    for v in requested:
         schema_path = schema_dir / v / "schema.json"
-        if not schema_path.is_file():
-            raise GenerationError(f"no schema for version {v} (expected {schema_path})", file=schema_path)
-        raw = schema_path.read_bytes()
-        pinned = (pins or {}).get(v)
-        if pinned is not None and hashlib.sha256(raw).hexdigest() != pinned:
-            raise GenerationError(
-                f"the schema file has sha256 {hashlib.sha256(raw).hexdigest()}, but it is pinned at {pinned}: "
-                "it changed since `mcpgen sync`. Sync again, or review and re-pin (`mcpgen sync --update-pins`); "
-                "--no-pin-check generates anyway",
-                file=schema_path,
-            )
+        raw = _pinned_schema_bytes(schema_path, v, options)
         keys[v] = hashlib.sha256(raw + fingerprint.encode()).hexdigest()
-        if force or not _up_to_date(out, entries.get(v), keys[v]):
+        if options.force or not _up_to_date(out, manifest["versions"].get(v), keys[v]):
+            parse_schema_bytes(raw, schema_path)  # refuse what is not a schema before any work starts
             todo.append(v)
+    return _Plan(requested, fingerprint, manifest, keys, todo)
 
+
+# -- build --------------------------------------------------------------------------------
+
+
+def _worker_count(todo: int, jobs: int | None) -> int:
+    return 1 if todo <= 1 or jobs == 1 else min(todo, jobs or os.cpu_count() or 1)
+
+
+def _build_all(
+    schema_dir: Path, data_dir: Path, todo: list[str], jobs: int | None, say: Callable[[str], None]
+) -> dict[str, VersionBuild]:
+    """Build the `todo` versions, in this process or (several versions, `jobs` not 1) also in
+    worker processes; says each one as it is done."""
     builds: dict[str, VersionBuild] = {}
-    if len(todo) == 1 or jobs == 1:
+    if not todo:
+        return builds
+
+    def done(b: VersionBuild) -> None:
+        builds[b.version] = b
+        _announce(b, say)
+
+    workers = _worker_count(len(todo), jobs)
+    say(f"generating {', '.join(todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
+    if workers == 1:
         for v in todo:
-            builds[v] = build_version(schema_dir, v, data_dir)
-    elif todo:
-        workers = min(len(todo), jobs or os.cpu_count() or 1)
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {v: pool.submit(build_version, schema_dir, v, data_dir) for v in todo}
-            for v, fut in futures.items():
-                builds[v] = fut.result()
+            done(build_version(schema_dir, v, data_dir))
+    else:
+        _build_in_pool(schema_dir, data_dir, todo, workers, done)
+    return builds
 
+
+def _build_in_pool(
+    schema_dir: Path, data_dir: Path, todo: list[str], workers: int, done: Callable[[VersionBuild], None]
+) -> None:
+    # This process builds one version itself and workers build the others. It warms the
+    # toolchain up first, so workers started by fork begin warm: the toolchain's start-up is
+    # paid once, not once per process.
+    _warm_up()
+    first, rest = todo[0], todo[1:]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(len(rest), workers - 1)) as pool:
+        futures = [pool.submit(build_version, schema_dir, v, data_dir) for v in rest]
+        done(build_version(schema_dir, first, data_dir))
+        for fut in concurrent.futures.as_completed(futures):
+            done(fut.result())
+
+
+def _announce(b: VersionBuild, say: Callable[[str], None]) -> None:
+    say(f"{b.version}: generated in {b.seconds:.2f}s")
+    for line in b.fix_lines:
+        say("  " + line)
+    for warning in b.warnings:
+        say("  warning: " + warning)
+
+
+# -- write --------------------------------------------------------------------------------
+
+
+def _write_versions(
+    out: Path, plan: _Plan, builds: dict[str, VersionBuild]
+) -> tuple[list[VersionOutcome], dict[str, Any]]:
+    """Write each built version's package; the outcome of every requested version, and the
+    manifest's version entries updated for the built ones."""
+    entries: dict[str, Any] = dict(plan.manifest["versions"])
     outcomes = []
-    for v in versions:
-        if v in builds:
-            b = builds[v]
-            pkg = module_name(v)
-            files = {f"{pkg}/{name}": text for name, text in b.files.items()}
-            for rel, text in files.items():
-                _write_if_changed(out / rel, text)
-            entries[v] = {
-                "key": keys[v],
-                "era": b.era,
-                "sha256": b.sha256,
-                "module": pkg,
-                "errors": b.errors,
-                "files": {rel: _sha(text) for rel, text in files.items()},
-                "report": {"fixes": b.fix_lines, "warnings": b.warnings},
-            }
-            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
-        else:  # the report of the run that made these files still holds
+    for v in plan.versions:
+        b = builds.get(v)
+        if b is None:  # the report of the run that made these files still holds
             report = entries[v].get("report") or {}
-            outcomes.append(
-                VersionOutcome(v, "unchanged", list(report.get("fixes", [])), list(report.get("warnings", [])))
-            )
+            fixes, warnings = list(report.get("fixes", [])), list(report.get("warnings", []))
+            outcomes.append(VersionOutcome(v, "unchanged", fixes, warnings))
+        else:
+            entries[v] = _write_version(out, b, plan.keys[v])
+            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
+    return outcomes, entries
 
+
+def _write_version(out: Path, b: VersionBuild, key: str) -> dict[str, Any]:
+    """Write one version's package; its manifest entry."""
+    pkg = module_name(b.version)
+    files = {f"{pkg}/{name}": text for name, text in b.files.items()}
+    for rel, text in files.items():
+        _write_if_changed(out / rel, text)
+    return {
+        "key": key,
+        "era": b.era,
+        "sha256": b.sha256,
+        "module": pkg,
+        "errors": b.errors,
+        "files": {rel: _sha(text) for rel, text in files.items()},
+        "closure": b.closure,
+        "defined": b.defined,
+        "report": {"fixes": b.fix_lines, "warnings": b.warnings},
+    }
+
+
+def _prune(out: Path, entries: dict[str, Any], *, keep: list[str]) -> list[str]:
+    """Remove the packages (and manifest entries) of versions generated earlier but not kept."""
     removed = []
-    if prune:
-        for v in sorted(set(entries) - set(versions)):
-            shutil.rmtree(out / entries[v].get("module", module_name(v)), ignore_errors=True)
-            del entries[v]
-            removed.append(v)
+    for v in sorted(set(entries) - set(keep)):
+        shutil.rmtree(out / entries[v].get("module", module_name(v)), ignore_errors=True)
+        del entries[v]
+        removed.append(v)
+    return removed
 
+
+def _shared_inputs(entries: dict[str, Any]) -> tuple[list[dict[str, Any]], list[tuple[str, list[dict[str, Any]]]]]:
+    """What the shared files are made from: the version listing, and each version-independent
+    name (what some version's results carry) with the listing rows of every version defining it."""
     ordered = sort_versions(list(entries))
     listing = [
         {"version": v, "era": entries[v]["era"], "module": entries[v]["module"], "errors": entries[v].get("errors", {})}
         for v in ordered
     ]
-    shared_key = hashlib.sha256((fingerprint + json.dumps(listing, sort_keys=True)).encode()).hexdigest()
-    shared_entry = manifest.get("shared")
-    if force or not _up_to_date(out, shared_entry, shared_key):
-        shared = {
-            "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
-            "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
-            "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
-        }
-        for rel, text in shared.items():
-            _write_if_changed(out / rel, text)
-        shared_entry = {"key": shared_key, "files": {rel: _sha(text) for rel, text in shared.items()}}
-    new_manifest = {
+    wanted = sorted({name for v in ordered for name in entries[v].get("closure", [])})
+    names = [
+        (name, [row for v, row in zip(ordered, listing, strict=True) if name in entries[v].get("defined", [])])
+        for name in wanted
+    ]
+    return listing, names
+
+
+def _write_shared(
+    out: Path, plan: _Plan, entries: dict[str, Any], *, force: bool
+) -> tuple[dict[str, Any] | None, bool]:
+    """Write the files shared by every version when their inputs changed (or `force`); their
+    manifest entry, and whether they were written."""
+    listing, names = _shared_inputs(entries)
+    shared_input = json.dumps([listing, names], sort_keys=True)
+    shared_key = hashlib.sha256((plan.fingerprint + shared_input).encode()).hexdigest()
+    previous: dict[str, Any] | None = plan.manifest.get("shared")
+    if not force and _up_to_date(out, previous, shared_key):
+        return previous, False
+    shared = {
+        "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
+        "_base.py": black_format(render("base.py.jinja2"), "_base"),
+        "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
+        "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
+        "py.typed": "",  # PEP 561: the tree is typed (a wheel of it, or of a package holding it)
+        "types.py": black_format(render("types.py.jinja2", versions=listing, names=names), "types"),
+    }
+    for rel, text in shared.items():
+        _write_if_changed(out / rel, text)
+    return {"key": shared_key, "files": {rel: _sha(text) for rel, text in shared.items()}}, True
+
+
+def _write_manifest(out: Path, fingerprint: str, shared_entry: dict[str, Any] | None, entries: dict[str, Any]) -> None:
+    manifest = {
         "generator": fingerprint,
         "shared": shared_entry,
-        "versions": {v: entries[v] for v in ordered},
+        "versions": {v: entries[v] for v in sort_versions(list(entries))},
     }
-    _write_if_changed(out / MANIFEST, json.dumps(new_manifest, indent=2, sort_keys=True) + "\n")
-    return GenerateReport(out, outcomes, removed, time.perf_counter() - started)
+    _write_if_changed(out / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -2,7 +2,7 @@
 
 Both emitters (models and tables) and `diff` read this, never the raw JSON.
 
-Derivation (digest §5.3/§5.4), all by rule:
+Derivation, all by rule:
 - methods come from role-union membership (the unions are named in `schema/roles.toml`:
   `ClientRequest` / `ServerRequest` / `ClientNotification` / `ServerNotification` give kind and
   direction, both unions -> both ways; `InputRequest` gives input requests embedded in
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import join_pointer
-from .loader import DEFS, SchemaDocument, ref_name
+from .loader import DEFS, SchemaDocument, iter_refs, ref_name
 from .normalize import Normalized
 from .overlay import Overlay
 
@@ -96,6 +96,7 @@ class DefInfo:
     name: str
     shape: str
     fields: tuple[FieldInfo, ...] = ()
+    refs: tuple[str, ...] = ()  # the defs this def refers to directly
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,19 @@ class Protocol:
 
     def methods_json(self) -> list[dict[str, Any]]:
         return [self.methods[m].as_json() for m in sorted(self.methods)]
+
+    def result_closure(self) -> list[str]:
+        """Every def a method's result can carry: the result defs and, transitively, every def they
+        refer to (content blocks, tools, resources, ...). Sorted."""
+        todo = [r for m in self.methods.values() for r in m.result]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.defs:
+                continue
+            seen.add(name)
+            todo.extend(self.defs[name].refs)
+        return sorted(seen)
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -203,10 +217,14 @@ def _result_tag(node: Any) -> tuple[str | None, str | None]:
 
 def type_summary(schema: Any) -> str:
     """A short, canonical description of a property schema, for diffs."""
-    if schema is True or schema == {}:
+    if not isinstance(schema, dict) or not schema:  # `true`, `{}` or not a schema
         return "any"
-    if not isinstance(schema, dict):
-        return "any"
+    by_keyword = _keyword_summary(schema)
+    return by_keyword if by_keyword is not None else _types_summary(schema)
+
+
+def _keyword_summary(schema: dict[str, Any]) -> str | None:
+    """The summary of a schema told by a `$ref`, `const`, `enum` or union; None for the others."""
     ref = _ref_of(schema)
     if ref is not None:
         return ref
@@ -217,6 +235,12 @@ def type_summary(schema: Any) -> str:
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
             return " | ".join(type_summary(b) for b in schema[key])
+    return None
+
+
+def _types_summary(schema: dict[str, Any]) -> str:
+    """The summary of a schema by its `type` (one or a list): `list[...]`, `map[...]`, `object`,
+    or the type name with its `format`."""
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if kind else []
     parts = []
@@ -234,14 +258,15 @@ def type_summary(schema: Any) -> str:
 def _def_info(name: str, node: Any) -> DefInfo:
     if not isinstance(node, dict):
         return DefInfo(name, "any")
+    refs = tuple(sorted({ref_name(ref) for _, ref in iter_refs(node)}))
     props = _props(node)
     if props or node.get("type") == "object":
         required = set(node.get("required", []))
         fields = tuple(FieldInfo(p, type_summary(s), p in required) for p, s in sorted(props.items()))
-        return DefInfo(name, "object", fields)
+        return DefInfo(name, "object", fields, refs)
     if "anyOf" in node or "oneOf" in node:
-        return DefInfo(name, "union: " + type_summary(node))
-    return DefInfo(name, type_summary(node))
+        return DefInfo(name, "union: " + type_summary(node), (), refs)
+    return DefInfo(name, type_summary(node), (), refs)
 
 
 def _errors(defs: dict[str, Any]) -> tuple[ErrorInfo, ...]:
@@ -265,123 +290,176 @@ def _errors(defs: dict[str, Any]) -> tuple[ErrorInfo, ...]:
 # -- build --------------------------------------------------------------------------------
 
 
-def build_protocol(norm: Normalized, overlay: Overlay) -> Protocol:
-    doc: SchemaDocument = norm.doc
-    defs = doc.defs
-    version = doc.version
-    warnings: list[str] = []
-    where = f"{version}/schema.json"  # not the absolute path: warnings are kept in the manifest
+def _where(version: str) -> str:
+    """The schema file as warnings name it: not its absolute path, as warnings are kept in the manifest."""
+    return f"{version}/schema.json"
 
-    # method -> (def, kinds, directions, is-union-object)
-    seen: dict[str, dict[str, Any]] = {}
+
+@dataclass
+class _Occurrences:
+    """Where a method string occurs in the role unions."""
+
+    defs: list[tuple[str, bool]] = field(default_factory=list)  # (member def, is the union def itself)
+    kinds: set[str] = field(default_factory=set)
+    directions: set[str] = field(default_factory=set)
+
+    def message(self) -> str:
+        """The def of the message: the first named member, preferred over a union that is an object."""
+        named = [d for d, is_obj in self.defs if not is_obj]
+        return named[0] if named else self.defs[0][0]
+
+    def direction(self) -> str:
+        return BOTH if len(self.directions) > 1 else next(iter(self.directions))
+
+
+def _methods_from_roles(
+    defs: dict[str, Any], overlay: Overlay, where: str, warnings: list[str]
+) -> dict[str, _Occurrences]:
+    """Every method string of the role unions' members, with the defs, kinds and directions it
+    occurs with, in the order the roles and their members are listed."""
     if not any(role.union in defs for role in overlay.roles):
         warnings.append(
             f"{where}: none of the role unions ({', '.join(r.union for r in overlay.roles)}) is defined: no methods"
         )
+    seen: dict[str, _Occurrences] = {}
     for role in overlay.roles:
-        union, kind, direction = role.union, role.kind, role.direction
-        if union not in defs:
+        if role.union not in defs:
             continue
-        for member, is_union_object in _union_members(defs, union):
-            node = defs.get(member)
-            method = _method_const(node)
+        for member, is_union_object in _union_members(defs, role.union):
+            method = _method_const(defs.get(member))
             if method is None:
-                warnings.append(f"{where}#{join_pointer(DEFS, union)}: member {member} has no `method` const; skipped")
+                pointer = join_pointer(DEFS, role.union)
+                warnings.append(f"{where}#{pointer}: member {member} has no `method` const; skipped")
                 continue
-            entry = seen.setdefault(method, {"defs": [], "kinds": set(), "directions": set()})
-            entry["defs"].append((member, is_union_object))
-            entry["kinds"].add(kind)
-            entry["directions"].add(direction)
+            entry = seen.setdefault(method, _Occurrences())
+            entry.defs.append((member, is_union_object))
+            entry.kinds.add(role.kind)
+            entry.directions.add(role.direction)
+    return seen
 
-    methods: dict[str, Method] = {}
-    for method, entry in seen.items():
-        named = [d for d, is_obj in entry["defs"] if not is_obj]
-        message = named[0] if named else entry["defs"][0][0]
-        kinds = entry["kinds"]
-        kind = INPUT_REQUEST if kinds == {INPUT_REQUEST} else REQUEST if REQUEST in kinds else next(iter(kinds))
-        if len(kinds) > 1:
-            warnings.append(f"method {method} appears with several kinds {sorted(kinds)}; using {kind}")
-        directions = entry["directions"]
-        direction = BOTH if len(directions) > 1 else next(iter(directions))
-        node = defs[message]
-        params_schema = _props(node).get("params")
-        params = _ref_of(params_schema)
-        if params_schema is not None and params is None:
-            warnings.append(f"{where}#{join_pointer(DEFS, message, 'properties', 'params')}: params not a ref")
-        params_required = "params" in node.get("required", [])
 
-        result: list[str] = []
-        if kind != NOTIFICATION:
-            base = message[: -len("Request")] if message.endswith("Request") else message
-            if base + "ResultResponse" in defs:
-                result = _result_refs(_props(defs[base + "ResultResponse"]).get("result"))
-            elif base + "Result" in defs:
-                result = [base + "Result"]
-            elif "EmptyResult" in defs:
-                result = ["EmptyResult"]
-            elif "Result" in defs:
-                result = ["Result"]
-            variants = _params_variants(defs, params)
-            for aug in overlay.augmented_for(version):
-                if aug.result in defs and aug.result not in result and any(aug.param in _props(v) for v in variants):
-                    result.append(aug.result)
-            if not result:
-                warnings.append(f"request {method} ({message}) has no result def")
+def _kind_of(method: str, kinds: set[str], warnings: list[str]) -> str:
+    """One kind for a method met with several: a request wins, unless all are input requests."""
+    kind = INPUT_REQUEST if kinds == {INPUT_REQUEST} else REQUEST if REQUEST in kinds else next(iter(kinds))
+    if len(kinds) > 1:
+        warnings.append(f"method {method} appears with several kinds {sorted(kinds)}; using {kind}")
+    return kind
 
-        may_require_input = any("inputRequests" in _props(defs.get(r)) for r in result)
-        tags: dict[str, str] = {}
-        default_tag = None
-        if len(result) > 1:
-            for r in result:
-                tag, default = _result_tag(defs.get(r))
-                if tag is None or tag in tags:
-                    tags = {}
-                    default_tag = None
-                    break
-                tags[tag] = r
-                if default is not None:
-                    default_tag = default
-            if default_tag not in tags:
-                default_tag = None
 
-        gate_entry = overlay.gate_for(method, version)
-        gate = None
-        if gate_entry is not None:
-            ref = gate_entry.by_param
-            gate = Gate(
-                side=gate_entry.side,
-                path=gate_entry.path,
-                param=ref.param if ref else None,
-                param_default=ref.default if ref else None,
-                param_paths=ref.paths if ref else (),
-                param_requires=gate_entry.param_requires,
-            )
-        dep = overlay.deprecation_for(method, version)
-        methods[method] = Method(
-            method=method,
-            kind=kind,
-            direction=direction,
-            message=message,
-            params=params,
-            params_required=params_required,
-            result=tuple(result),
-            may_require_input=may_require_input,
-            capability=gate,
-            deprecated=dep is not None,
-            deprecation_reason=dep.reason if dep else None,
-            result_tags=tuple(sorted(tags.items())),
-            result_default_tag=default_tag,
-        )
+def _params_of(defs: dict[str, Any], message: str, where: str, warnings: list[str]) -> tuple[str | None, bool]:
+    """The params def of a message (its `params` ref), and whether `params` is required."""
+    node = defs[message]
+    params_schema = _props(node).get("params")
+    params = _ref_of(params_schema)
+    if params_schema is not None and params is None:
+        warnings.append(f"{where}#{join_pointer(DEFS, message, 'properties', 'params')}: params not a ref")
+    return params, "params" in node.get("required", [])
 
-    era = HANDSHAKE if "initialize" in methods else MODERN
-    def_infos = {name: _def_info(name, defs[name]) for name in sorted(defs)}
+
+def _paired_result(defs: dict[str, Any], message: str) -> list[str]:
+    """The result defs of a request by name: `<Base>ResultResponse.result` when the version pairs
+    responses, else `<Base>Result`, else the generic `EmptyResult` or `Result`."""
+    base = message.removesuffix("Request")
+    if base + "ResultResponse" in defs:
+        return _result_refs(_props(defs[base + "ResultResponse"]).get("result"))
+    for name in (base + "Result", "EmptyResult", "Result"):
+        if name in defs:
+            return [name]
+    return []
+
+
+def _results_of(defs: dict[str, Any], message: str, params: str | None, overlay: Overlay, version: str) -> list[str]:
+    """The result defs of a request: its paired result, plus every augmented result whose params
+    property its params def (or one of that def's union members) has."""
+    result = _paired_result(defs, message)
+    variants = _params_variants(defs, params)
+    for aug in overlay.augmented_for(version):
+        if aug.result in defs and aug.result not in result and any(aug.param in _props(v) for v in variants):
+            result.append(aug.result)
+    return result
+
+
+def _result_tags(defs: dict[str, Any], result: list[str]) -> tuple[dict[str, str], str | None]:
+    """resultType tag -> result def, and the tag an absent resultType means, for a request with
+    several results; nothing when a result carries no tag or two carry the same one."""
+    if len(result) <= 1:
+        return {}, None
+    tags: dict[str, str] = {}
+    default_tag = None
+    for r in result:
+        tag, default = _result_tag(defs.get(r))
+        if tag is None or tag in tags:
+            return {}, None
+        tags[tag] = r
+        if default is not None:
+            default_tag = default
+    return tags, default_tag if default_tag in tags else None
+
+
+def _gate_of(overlay: Overlay, method: str, version: str) -> Gate | None:
+    gate_entry = overlay.gate_for(method, version)
+    if gate_entry is None:
+        return None
+    ref = gate_entry.by_param
+    return Gate(
+        side=gate_entry.side,
+        path=gate_entry.path,
+        param=ref.param if ref else None,
+        param_default=ref.default if ref else None,
+        param_paths=ref.paths if ref else (),
+        param_requires=gate_entry.param_requires,
+    )
+
+
+def _method(method: str, found: _Occurrences, norm: Normalized, overlay: Overlay, warnings: list[str]) -> Method:
+    """The dispatch entry of one method: kind, direction, params, results and their tags, MRTR,
+    capability gate and deprecation."""
+    defs, version = norm.doc.defs, norm.doc.version
+    where = _where(version)
+    message = found.message()
+    kind = _kind_of(method, found.kinds, warnings)
+    params, params_required = _params_of(defs, message, where, warnings)
+    result: list[str] = []
+    if kind != NOTIFICATION:
+        result = _results_of(defs, message, params, overlay, version)
+        if not result:
+            warnings.append(f"request {method} ({message}) has no result def")
+    tags, default_tag = _result_tags(defs, result)
+    dep = overlay.deprecation_for(method, version)
+    return Method(
+        method=method,
+        kind=kind,
+        direction=found.direction(),
+        message=message,
+        params=params,
+        params_required=params_required,
+        result=tuple(result),
+        may_require_input=any("inputRequests" in _props(defs.get(r)) for r in result),
+        capability=_gate_of(overlay, method, version),
+        deprecated=dep is not None,
+        deprecation_reason=dep.reason if dep else None,
+        result_tags=tuple(sorted(tags.items())),
+        result_default_tag=default_tag,
+    )
+
+
+def _era_of(methods: dict[str, Method]) -> str:
+    """The handshake era has `initialize`; a version without it is of the modern era."""
+    return HANDSHAKE if "initialize" in methods else MODERN
+
+
+def build_protocol(norm: Normalized, overlay: Overlay) -> Protocol:
+    doc: SchemaDocument = norm.doc
+    warnings: list[str] = []
+    found = _methods_from_roles(doc.defs, overlay, _where(doc.version), warnings)
+    methods = {method: _method(method, entry, norm, overlay, warnings) for method, entry in found.items()}
     return Protocol(
-        version=version,
-        era=era,
+        version=doc.version,
+        era=_era_of(methods),
         source=str(doc.file),
         sha256=doc.sha256,
         methods=dict(sorted(methods.items())),
-        defs=def_infos,
-        errors=_errors(defs),
+        defs={name: _def_info(name, doc.defs[name]) for name in sorted(doc.defs)},
+        errors=_errors(doc.defs),
         warnings=warnings,
     )

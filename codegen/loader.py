@@ -74,23 +74,36 @@ def load_schema(schema_dir: Path, version: str) -> SchemaDocument:
     return load_schema_file(path, version)
 
 
-def load_schema_file(path: Path, version: str) -> SchemaDocument:
-    raw = path.read_bytes()
+def parse_schema_bytes(raw: bytes, where: Path | str) -> tuple[dict[str, Any], str, str]:
+    """The JSON document, the key its definitions are under and the draft, or a one-line error:
+    not JSON, not an object, or no non-empty `$defs` / `definitions` object."""
     try:
         doc = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GenerationError(f"not valid JSON: {exc}", file=path) from exc
+        raise GenerationError(f"not valid JSON: {exc}", file=where) from exc
     if not isinstance(doc, dict):
-        raise GenerationError("the schema root is not a JSON object", file=path, pointer="")
+        raise GenerationError("not a JSON schema: the root is not a JSON object", file=where, pointer="")
     if DEFS in doc:
         key, draft = DEFS, "2020-12"
     elif "definitions" in doc:
         key, draft = "definitions", "draft-07"
     else:
-        raise GenerationError("the schema has neither `$defs` nor `definitions`", file=path, pointer="")
+        raise GenerationError("not a protocol schema: it has neither `$defs` nor `definitions`", file=where, pointer="")
     defs = doc[key]
     if not isinstance(defs, dict):
-        raise GenerationError(f"`{key}` is not an object", file=path, pointer="/" + key)
+        raise GenerationError(f"`{key}` is not an object", file=where, pointer="/" + key)
+    if not defs:
+        raise GenerationError(f"not a protocol schema: `{key}` is empty", file=where, pointer="/" + key)
+    return doc, key, draft
+
+
+def load_schema_file(path: Path, version: str) -> SchemaDocument:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise GenerationError(f"cannot read the schema: {exc.strerror or exc}", file=path) from exc
+    doc, key, draft = parse_schema_bytes(raw, path)
+    defs = doc[key]
     old_prefix = f"#/{key}/"
     extra = {k: v for k, v in doc.items() if k not in (key, "$schema")}
     normalised = _rewrite_refs(defs, old_prefix, path, ("$defs",) if key == DEFS else ("definitions",))

@@ -251,37 +251,44 @@ _QUIET_KEYS = {"description", "title", "$comment"}
 
 
 def _covered_types(defs: dict[str, Any], name: str, branch: Any) -> set[str]:
+    """The JSON types a branch of the union `name` covers completely: a bare ref to a map of
+    `name` (object), an array of `name` (array), or plain primitive types."""
     if not isinstance(branch, dict):
         return set()
-    ref = branch.get("$ref")
-    if isinstance(ref, str) and set(branch) <= {"$ref"} | _QUIET_KEYS:
-        target = defs.get(ref_name(ref))
-        values = target.get("additionalProperties") if isinstance(target, dict) else None
-        if (
-            isinstance(target, dict)
-            and not target.get("properties")
-            and set(target) <= {"type", "additionalProperties", "properties"} | _QUIET_KEYS
-            and isinstance(values, dict)
-            and values.get("$ref") == REF_PREFIX + name
-        ):
-            return {"object"}
-        return set()
+    if isinstance(branch.get("$ref"), str) and set(branch) <= {"$ref"} | _QUIET_KEYS:
+        return {"object"} if _is_map_of(defs.get(ref_name(branch["$ref"])), name) else set()
     kinds = branch.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if not isinstance(kinds, list):
         return set()
     if kinds == ["array"]:
-        items = branch.get("items")
-        if (
-            set(branch) <= {"type", "items"} | _QUIET_KEYS
-            and isinstance(items, dict)
-            and items.get("$ref") == (REF_PREFIX + name)
-        ):
-            return {"array"}
-        return set()
+        return {"array"} if _is_array_of(branch, name) else set()
     if set(branch) <= {"type"} | _QUIET_KEYS:
         return {"number" if k == "integer" else str(k) for k in kinds} - {"array", "object"}
     return set()
+
+
+def _is_map_of(target: Any, name: str) -> bool:
+    """Is `target` an object def with no properties whose every value is a `name`?"""
+    if not isinstance(target, dict):
+        return False
+    values = target.get("additionalProperties")
+    return (
+        not target.get("properties")
+        and set(target) <= {"type", "additionalProperties", "properties"} | _QUIET_KEYS
+        and isinstance(values, dict)
+        and values.get("$ref") == REF_PREFIX + name
+    )
+
+
+def _is_array_of(branch: dict[str, Any], name: str) -> bool:
+    """Is `branch` a bare array of `name`?"""
+    items = branch.get("items")
+    return (
+        set(branch) <= {"type", "items"} | _QUIET_KEYS
+        and isinstance(items, dict)
+        and items.get("$ref") == (REF_PREFIX + name)
+    )
 
 
 def _collapse_any_json(defs: dict[str, Any]) -> list[str]:

@@ -1,9 +1,12 @@
 """Pins (`schema/versions.toml`) and `mcpgen sync`: copy pinned schema files in, checked by sha256.
 
-A source is a folder or a base URL laid out as `<source>/<version>/schema.json` (the spec
-repository's `schema/` folder has this layout). A file whose sha256 differs from its pin is
-refused; `--update-pins` records the new hash once the change has been reviewed. From a folder,
-the version's `examples/` folder (real messages, one folder per def) is copied too.
+Without a source, each pin is fetched from its own repository at its own commit
+(`<raw base>/<owner>/<repo>/<commit>/<path>`, the layout of raw.githubusercontent.com). A source
+is a folder or a base URL laid out as `<source>/<version>/schema.json` (the spec repository's
+`schema/` folder has this layout). A file whose sha256 differs from its pin is refused (and kept
+beside the pinned copy as `schema.json.new` for review); `--update-pins` records the new hash
+once the change has been reviewed, and refuses a file that is not a protocol schema. From a
+folder, the version's `examples/` folder (real messages, one folder per def) is copied too.
 """
 
 from __future__ import annotations
@@ -14,16 +17,19 @@ import os
 import shutil
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import _toml as tomllib
-from .errors import PinError
-from .loader import check_version_string
+from .errors import GenerationError, PinError
+from .loader import check_version_string, parse_schema_bytes
 from .versioning import sort_versions
 
 PINS_FILE = "versions.toml"
 FETCH_TIMEOUT = 60.0
+RAW_BASE = "https://raw.githubusercontent.com"
+"""Where `<owner>/<repo>/<commit>/<path>` of a GitHub repository is served as raw files."""
 
 
 @dataclass(frozen=True)
@@ -104,16 +110,19 @@ def is_url(source: str) -> bool:
     return source.startswith(("http://", "https://", "file://"))
 
 
+def _fetch_url(url: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:
+            data: bytes = response.read()
+            return data
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise PinError(f"cannot fetch {url}: {exc}") from exc
+
+
 def fetch_schema(source: str, version: str) -> bytes:
     """The bytes of `<source>/<version>/schema.json` from a folder or a base URL."""
     if is_url(source):
-        url = source.rstrip("/") + f"/{version}/schema.json"
-        try:
-            with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:
-                data: bytes = response.read()
-                return data
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise PinError(f"cannot fetch {url}: {exc}") from exc
+        return _fetch_url(source.rstrip("/") + f"/{version}/schema.json")
     path = Path(source) / version / "schema.json"
     try:
         return path.read_bytes()
@@ -121,61 +130,188 @@ def fetch_schema(source: str, version: str) -> bytes:
         raise PinError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def sync(
-    source: str,
+def pin_url(pin: Pin, raw_base: str = RAW_BASE) -> str:
+    """Where the pinned file is served: `<raw base>/<owner>/<repo>/<commit>/<path>`."""
+    missing = [name for name in ("repo", "commit", "path") if not getattr(pin, name)]
+    if missing:
+        raise PinError(
+            f"the pin of {pin.version} has no {', '.join(missing)}, so it cannot be fetched by itself; "
+            "add them to versions.toml or pass --from SOURCE"
+        )
+    repo = pin.repo.strip("/")
+    for prefix in ("https://", "http://"):
+        repo = repo.removeprefix(prefix)
+    host, _, owner_repo = repo.partition("/")
+    if host != "github.com" or owner_repo.count("/") != 1:
+        raise PinError(
+            f"the pin of {pin.version} names repo {pin.repo!r}; only github.com/<owner>/<repo> can be "
+            "fetched by pin: pass --from SOURCE"
+        )
+    owner_repo = owner_repo.removesuffix(".git")
+    return f"{raw_base.rstrip('/')}/{owner_repo}/{pin.commit}/{pin.path.lstrip('/')}"
+
+
+def check_schema(data: bytes, where: str) -> None:
+    """Refuse (as a `PinError`) bytes that are not a protocol schema: never pin those."""
+    try:
+        parse_schema_bytes(data, where)
+    except GenerationError as exc:
+        raise PinError(f"{exc}; not pinned") from None
+
+
+def _default_hint(source: str | None, version: str) -> str:
+    return "mcpgen sync" + (f" --from {source}" if source else "") + f" --version {version} --update-pins"
+
+
+def sync(  # noqa: PLR0913 - public API: callers (CLI, build backend) pass these by keyword
+    source: str | None,
     schema_root: Path,
     versions: list[str] | None = None,
     *,
     update_pins: bool = False,
+    raw_base: str = RAW_BASE,
+    repin_hint: Callable[[str], str] | None = None,
+    diff_hint: Callable[[Path, Path], str] | None = None,
 ) -> list[SyncResult]:
-    """Copy the pinned (or the named) versions from `source` into `schema_root/<version>/`."""
+    """Copy the pinned (or the named) versions into `schema_root/<version>/`: from `source`, or
+    with no source, each from its pin's repository and commit (served under `raw_base`).
+
+    `repin_hint(version)` and `diff_hint(pinned, new)` give the commands printed in errors (the
+    CLI passes commands that repeat the options it was called with)."""
     pins = {p.version: p for p in read_pins(schema_root)}
     wanted = sort_versions(list(dict.fromkeys(versions))) if versions else list(pins)
     if not wanted:
         raise PinError(f"{schema_root / PINS_FILE} pins no versions")
+    job = _SyncJob(
+        source=source,
+        schema_root=schema_root,
+        update_pins=update_pins,
+        raw_base=raw_base,
+        repin_hint=repin_hint or (lambda version: _default_hint(source, version)),
+        diff_hint=diff_hint,
+    )
     results = []
     changed_pins = dict(pins)
     for version in wanted:
-        check_version_string(version)
-        data = fetch_schema(source, version)
-        digest = hashlib.sha256(data).hexdigest()
-        pin = pins.get(version)
-        if pin is None and not update_pins:
-            raise PinError(
-                f"version {version} is not pinned in {schema_root / PINS_FILE}. "
-                f"To pin it at the file {source} serves now (sha256 {digest}), run: "
-                f"mcpgen sync --from {source} --version {version} --update-pins"
-            )
-        status = "copied"
-        if pin is not None and pin.sha256 != digest and not update_pins:
-            raise PinError(
-                f"schema {version} from {source} has sha256 {digest}, but {schema_root / PINS_FILE} pins "
-                f"{pin.sha256}. The upstream file changed (or the source is not the pinned one). "
-                f"Review the change, then re-pin with: mcpgen sync --from {source} --version {version} "
-                "--update-pins (and update the pin's commit)"
-            )
-        if pin is None or pin.sha256 != digest:
-            status = "pinned"
-            base = pin or Pin(version=version, sha256=digest, path=f"schema/{version}/schema.json")
-            changed_pins[version] = replace(base, sha256=digest)
-        target = schema_root / version / "schema.json"
-        if status == "copied" and target.is_file() and target.read_bytes() == data:
-            status = "unchanged"
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name("schema.json.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-        examples = 0
-        if not is_url(source):
-            src_examples = Path(source) / version / "examples"
-            dst_examples = schema_root / version / "examples"
-            if src_examples.is_dir():
-                if dst_examples.exists():
-                    shutil.rmtree(dst_examples)
-                shutil.copytree(src_examples, dst_examples)
-                examples = sum(1 for _ in dst_examples.rglob("*.json"))
-        results.append(SyncResult(version, digest, status, examples))
+        result, new_pin = _sync_version(job, version, pins.get(version))
+        results.append(result)
+        if new_pin is not None:
+            changed_pins[version] = new_pin
     if changed_pins != pins:
         write_pins(schema_root, list(changed_pins.values()))
     return results
+
+
+@dataclass(frozen=True)
+class _SyncJob:
+    """One `sync` call's settings (see there)."""
+
+    source: str | None
+    schema_root: Path
+    update_pins: bool
+    raw_base: str
+    repin_hint: Callable[[str], str]
+    diff_hint: Callable[[Path, Path], str] | None
+
+    @property
+    def pins_file(self) -> Path:
+        return self.schema_root / PINS_FILE
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """A schema file as the source (or the pin's repository) serves it now."""
+
+    version: str
+    data: bytes
+    origin: str  # the source or URL it came from, as errors name it
+    sha256: str
+
+
+def _sync_version(job: _SyncJob, version: str, pin: Pin | None) -> tuple[SyncResult, Pin | None]:
+    """Fetch one version, check it against its pin and copy it in; its result, and its new pin
+    when it was pinned or re-pinned (`update_pins`)."""
+    check_version_string(version)
+    fetched = _fetch(job, version, pin)
+    target = job.schema_root / version / "schema.json"
+    if not job.update_pins:
+        _refuse_unreviewed(job, fetched, pin, target)
+    new_pin = None
+    if pin is None or pin.sha256 != fetched.sha256:
+        check_schema(fetched.data, fetched.origin)
+        base = pin or Pin(version=version, sha256=fetched.sha256, path=f"schema/{version}/schema.json")
+        new_pin = replace(base, sha256=fetched.sha256)
+    if new_pin is None and target.is_file() and target.read_bytes() == fetched.data:
+        status = "unchanged"
+    else:
+        _write_bytes_atomically(target, fetched.data)
+        status = "copied" if new_pin is None else "pinned"
+    target.with_name("schema.json.new").unlink(missing_ok=True)
+    return SyncResult(version, fetched.sha256, status, _copy_examples(job, version)), new_pin
+
+
+def _fetch(job: _SyncJob, version: str, pin: Pin | None) -> _Fetched:
+    """The version's file from the source, else from its pin's repository and commit."""
+    if job.source is not None:
+        data, origin = fetch_schema(job.source, version), job.source
+    elif pin is not None:
+        origin = pin_url(pin, job.raw_base)
+        data = _fetch_url(origin)
+    else:
+        raise PinError(
+            f"version {version} is not pinned in {job.pins_file}, so there is no repository and "
+            "commit to fetch it from: pass --from SOURCE"
+        )
+    return _Fetched(version, data, origin, hashlib.sha256(data).hexdigest())
+
+
+def _refuse_unreviewed(job: _SyncJob, fetched: _Fetched, pin: Pin | None, target: Path) -> None:
+    """Refuse a version that is not pinned, or whose file differs from its pin (keeping the new
+    file beside the pinned copy for review): pinning it takes `update_pins`."""
+    version = fetched.version
+    if pin is None:
+        raise PinError(
+            f"version {version} is not pinned in {job.pins_file}. To pin it at the file {fetched.origin} "
+            f"serves now (sha256 {fetched.sha256}), run `{job.repin_hint(version)}`"
+        )
+    if pin.sha256 != fetched.sha256:
+        review = _keep_for_review(job, fetched, target)
+        raise PinError(
+            f"schema {version} from {fetched.origin} has sha256 {fetched.sha256}, but {job.pins_file} pins "
+            f"{pin.sha256}: the upstream file changed (or the source is not the pinned one).{review} "
+            f"Once reviewed, re-pin with `{job.repin_hint(version)}` (and record the new commit in the pin)"
+        )
+
+
+def _keep_for_review(job: _SyncJob, fetched: _Fetched, target: Path) -> str:
+    """Keep a refused file as `schema.json.new` beside the pinned copy; the sentence saying so."""
+    if not target.is_file():
+        return ""
+    fresh = target.with_name("schema.json.new")
+    fresh.write_bytes(fetched.data)
+    if job.diff_hint is None:
+        return ""
+    return f" It is kept as {fresh}; review it with `{job.diff_hint(target, fresh)}`."
+
+
+def _write_bytes_atomically(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+
+
+def _copy_examples(job: _SyncJob, version: str) -> int:
+    """Copy the version's `examples/` folder from a source folder (not a URL, not the schema
+    folder itself); how many example files it holds."""
+    source = job.source
+    if source is None or is_url(source) or Path(source).resolve() == job.schema_root.resolve():
+        return 0
+    src_examples = Path(source) / version / "examples"
+    if not src_examples.is_dir():
+        return 0
+    dst_examples = job.schema_root / version / "examples"
+    if dst_examples.exists():
+        shutil.rmtree(dst_examples)
+    shutil.copytree(src_examples, dst_examples)
+    return sum(1 for _ in dst_examples.rglob("*.json"))

@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
-
 from mcpgen.runtime import Client
 
 SERVER = [sys.executable, str(Path(__file__).resolve().parent / "everything_server.py")]
@@ -68,10 +65,8 @@ async def main(mode: str) -> None:
             ("plan_trip", {"city": "Lyon"}),
         ):
             result = await client.call_tool(tool, arguments)
-            shown = (
-                result.structured_content if result.structured_content is not None else [c.text for c in result.content]
-            )
-            print(f"{tool}: {shown}")
+            texts = [block.text for block in result.content if block.type == "text"]
+            print(f"{tool}: {result.structured_content if result.structured_content is not None else texts}")
 
 
 if __name__ == "__main__":

@@ -25,10 +25,11 @@ from typing import Any
 
 # This client runs on asyncio. httpcore imports trio whenever it is installed (a quarter of this
 # process's start-up): say it is not, since the suite starts dozens of these clients at once.
-sys.modules.setdefault("trio", None)  # type: ignore[assignment]
+if "trio" not in sys.modules:
+    sys.modules["trio"] = None  # type: ignore[assignment]  # None: "no such module" to the import system
 
-import anyio  # noqa: E402
-from mcpgen.runtime import Client, VersionRegistry, wire  # noqa: E402
+import anyio
+from mcpgen.runtime import Client, VersionRegistry, wire
 
 log = logging.getLogger("conformance-client")
 Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
@@ -41,7 +42,8 @@ def answer_form(schema: dict[str, Any]) -> dict[str, Any]:
     """Accept a form: leave out what has a default (the client fills defaults in), say yes to
     booleans, give the first choice of an enum, a placeholder otherwise."""
     content: dict[str, Any] = {}
-    for name, prop in (schema.get("properties") or {}).items():
+    properties: dict[str, dict[str, Any]] = schema.get("properties") or {}
+    for name, prop in properties.items():
         if "default" in prop:
             continue
         kind = prop.get("type")
@@ -68,10 +70,12 @@ async def sample(params: Any) -> dict[str, Any]:
 
 def arguments_for(schema: dict[str, Any]) -> dict[str, Any] | None:
     """Arguments for a listed tool: a value for each required property (None: one it cannot make)."""
+    values: dict[str, Any] = {"string": "us-west1", "integer": 1, "number": 1, "boolean": True}
+    properties: dict[str, dict[str, Any]] = schema.get("properties") or {}
+    required: list[str] = schema.get("required") or []
     arguments: dict[str, Any] = {}
-    for name in schema.get("required") or []:
-        kind = (schema.get("properties") or {}).get(name, {}).get("type")
-        values = {"string": "us-west1", "integer": 1, "number": 1, "boolean": True}
+    for name in required:
+        kind = properties.get(name, {}).get("type")
         if kind not in values:
             return None
         arguments[name] = values[kind]

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from datetime import datetime, timezone
-from pathlib import Path
-
-from pydantic import BaseModel, Field
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 from mcpgen.runtime import RequestContext, Server
 from mcpgen.runtime.mrtr import elicit, elicit_url, list_roots, sample
+from pydantic import BaseModel, Field
 
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
@@ -96,10 +93,15 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def filler(number: int) -> Callable[[], str]:
+    def tool() -> str:
+        return f"filler {number}"
+
+    return tool
+
+
 for n in range(1, 5):
-    server.add_tool(
-        lambda n=n: f"filler {n}", name=f"filler_{n}", description="A filler tool that makes the list span pages."
-    )
+    server.add_tool(filler(n), name=f"filler_{n}", description="A filler tool that makes the list span pages.")
 
 
 def extra_tool() -> str:

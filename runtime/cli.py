@@ -2,9 +2,11 @@
 
     mcpgen inspect [--mode auto|legacy|VERSION] [--json] -- python server.py     (stdio)
     mcpgen inspect --url http://localhost:8000/mcp [--mode ...] [--json]        (Streamable HTTP)
-    mcpgen call TOOL [--args JSON] [--mode ...] [--json] (--url URL | -- python server.py)
+    mcpgen call TOOL [--args JSON] [--mode ...] [--json] [--answer FIELD=JSON ...] (--url URL | -- python server.py)
 
-A server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
+Log messages and progress are shown on stderr as they arrive; a tool that asks for input is
+answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `cli_input`). A
+server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
 one-line explanation and exit status 1, never a traceback.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 import anyio
 import click
 
+from .cli_input import Answerer, is_terminal, parse_answers, show_log, show_progress
 from .client import Client
 from .transport import stdio
 from .wire import to_wire
@@ -40,27 +43,38 @@ _url_option = click.option("--url", help="A Streamable HTTP server's URL (instea
 _dump = to_wire
 
 
-def _run(
-    command: tuple[str, ...], url: str | None, mode: str, timeout: float, work: Callable[[Client], Awaitable[Any]]
-) -> Any:
+def _options(mode: str, timeout: float, answerer: Answerer | None = None, **more: Any) -> dict[str, Any]:
+    """The client's options for the command line: handlers that show and answer what the server sends."""
+    options: dict[str, Any] = {"mode": mode, "request_timeout": timeout, "probe_timeout": min(timeout, 5.0)}
+    options["on_log"] = show_log
+    if answerer is not None:
+        options.update(elicitation_handler=answerer.elicitation, elicitation_modes=("form", "url"))
+        options["sampling_handler"] = answerer.sampling
+    return {**options, **more}
+
+
+def _client(command: tuple[str, ...], url: str | None, options: dict[str, Any]) -> Client:
+    """The client for a server command (stdio) or a URL (Streamable HTTP)."""
     if url is not None and command:
         raise click.UsageError("give either --url or a server command after `--`, not both")
     if url is None and not command:
         raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`, or --url URL")
-
     try:
-        target: Any
-        if url is not None:
-            from .transport.http_client import http
+        if url is None:
+            return Client(stdio(list(command), stderr=subprocess.DEVNULL), **options)
+        from .transport.http_client import http
 
-            target = http(url, timeout=timeout)
-        else:
-            target = stdio(list(command), stderr=subprocess.DEVNULL)
-        client = Client(target, mode=mode, request_timeout=timeout, probe_timeout=min(timeout, 5.0))
-    except ValueError as exc:  # a bad --mode or URL
+        return Client(http(url, timeout=options["request_timeout"]), **options)
+    except (ValueError, TypeError) as exc:  # a bad --mode or URL
         raise click.UsageError(str(exc)) from None
     except ImportError as exc:  # no httpx
         raise click.ClickException(str(exc)) from None
+
+
+def _run(
+    command: tuple[str, ...], url: str | None, work: Callable[[Client], Awaitable[Any]], options: dict[str, Any]
+) -> Any:
+    client = _client(command, url, options)
 
     async def main() -> Any:
         async with client:
@@ -130,7 +144,7 @@ def inspect(url: str | None, mode: str, as_json: bool, timeout: float, command: 
                     report[key] = []
         return report
 
-    report = _run(command, url, mode, timeout, work)
+    report = _run(command, url, work, _options(mode, timeout))
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -150,7 +164,35 @@ def inspect(url: str | None, mode: str, as_json: bool, timeout: float, command: 
         click.echo(f"\n{label} ({len(items)}):")
         for item in items:
             description = (item.get("description") or "").strip().splitlines()
-            click.echo(f"  {item.get(name_key)}" + (f"  - {description[0]}" if description else ""))
+            click.echo(f"  {item.get(name_key)}{_signature(item)}" + (f"  - {description[0]}" if description else ""))
+
+
+def _signature(item: dict[str, Any]) -> str:
+    """A tool's arguments (`(a: integer, b?: string)`) or a prompt's (`(name, style?)`)."""
+    if "inputSchema" in item:
+        schema = item.get("inputSchema") or {}
+        required = set(schema.get("required") or ())
+        parts = [
+            f"{name}{'' if name in required else '?'}: {_type_name(prop)}"
+            for name, prop in (schema.get("properties") or {}).items()
+        ]
+        return f"({', '.join(parts)})"
+    if "arguments" in item:
+        return "(" + ", ".join(f"{a['name']}{'' if a.get('required') else '?'}" for a in item["arguments"]) + ")"
+    return ""
+
+
+def _type_name(prop: Any) -> str:
+    if not isinstance(prop, dict):
+        return "any"
+    if "type" in prop:
+        return str(prop["type"])
+    if "$ref" in prop:
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
+    options = prop.get("anyOf") or prop.get("oneOf")
+    if isinstance(options, list):
+        return " | ".join(_type_name(o) for o in options)
+    return "any"
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
@@ -160,9 +202,29 @@ def inspect(url: str | None, mode: str, as_json: bool, timeout: float, command: 
 @_mode_option
 @_json_option
 @_timeout_option
+@click.option("--log-level", default="info", show_default=True, help="Show the server's log messages from this level.")
+@click.option(
+    "--answer", "answers", multiple=True, metavar="FIELD=JSON", help="An answer to a form field the tool asks."
+)
+@click.option("--answers", "answers_file", type=click.Path(dir_okay=False), help="A JSON file of form answers.")
+@click.option("--accept-all", is_flag=True, help="Accept every form (defaults and given answers) and URL request.")
+@click.option("--sample-reply", help="The text to answer a sampling request with (else asked on the terminal).")
+@click.option("--root", "roots", multiple=True, metavar="URI", help="A root to offer the server (repeatable).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def call(
-    tool: str, arguments: str, url: str | None, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]
+def call(  # noqa: PLR0913 - one parameter per command-line option
+    tool: str,
+    arguments: str,
+    url: str | None,
+    mode: str,
+    as_json: bool,
+    timeout: float,
+    log_level: str,
+    answers: tuple[str, ...],
+    answers_file: str | None,
+    accept_all: bool,
+    sample_reply: str | None,
+    roots: tuple[str, ...],
+    command: tuple[str, ...],
 ) -> None:
     """Call one tool of a server (stdio command or --url) and print its result."""
     try:
@@ -171,11 +233,13 @@ def call(
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--args") from None
     if not isinstance(parsed, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
+    answerer = Answerer(is_terminal(), parse_answers(answers, answers_file), accept_all, sample_reply)
 
     async def work(client: Client) -> Any:
-        return _dump(await client.call_tool(tool, parsed))
+        return _dump(await client.call_tool(tool, parsed, progress=show_progress))
 
-    result = _run(command, url, mode, timeout, work)
+    options = _options(mode, timeout, answerer, log_level=log_level, roots=list(roots) or None)
+    result = _run(command, url, work, options)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

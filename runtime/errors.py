@@ -20,7 +20,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from mcpgen.generated import versions as _tree
+try:
+    from mcpgen.generated import versions as _tree
+except ModuleNotFoundError as _missing:  # importing the runtime without a tree: say what to run
+    if _missing.name not in ("mcpgen.generated", "mcpgen.generated.versions"):
+        raise
+    raise ModuleNotFoundError(
+        "mcpgen's generated tree is missing: run `mcpgen sync && mcpgen generate` "
+        "(or install a built mcpgen wheel, which ships it)",
+        name=_missing.name,
+    ) from None
 
 # JSON-RPC 2.0's own error codes (they are not MCP's to define).
 PARSE_ERROR = -32700

@@ -43,10 +43,11 @@ class Call:
     headers: Mapping[str, str] | None = None  # lower-case names; None when the transport has none
     session_version: str | None = None  # what `initialize` negotiated on this session
 
-    @property
-    def meta(self) -> Mapping[str, Any]:
-        meta = (self.params or {}).get("_meta")
-        return meta if isinstance(meta, Mapping) else {}
+    meta: Mapping[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        found = (self.params or {}).get("_meta")
+        object.__setattr__(self, "meta", found if isinstance(found, Mapping) else {})
 
     @property
     def requested_version(self) -> Any:

@@ -18,17 +18,17 @@ at once; past that the session stops reading until replies drain (back-pressure)
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeGuard
+from typing import Any, ClassVar
 
 import anyio
 from anyio.abc import TaskGroup
 
 from . import wire
+from .correlation import Correlation, ProgressCallback
 from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -45,7 +45,6 @@ from .worker import OrderedWorker
 
 log = logging.getLogger("mcpgen.runtime")
 
-ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 RequestId = wire.RequestId
 DEFAULT_MAX_IN_FLIGHT = 256
 CALLBACK_BUFFER = 1024  # notifications whose callbacks have not run yet before the reader waits
@@ -85,15 +84,6 @@ class IncomingRequest:
         return token if wire.is_request_id(token) else None
 
 
-@dataclass
-class _Pending:
-    method: str
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: Any = None
-    error: McpRuntimeError | None = None
-    barrier: int = 0  # callbacks queued before the response arrived
-
-
 class Session:
     """One connection. Subclasses implement `handle_request` and `handle_notification`."""
 
@@ -114,10 +104,7 @@ class Session:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         self.max_in_flight = max_in_flight
-        self._ids = itertools.count(1)
-        self._progress_tokens = itertools.count(1)
-        self._pending: dict[RequestId, _Pending] = {}
-        self._progress: dict[RequestId, ProgressCallback] = {}
+        self.calls = Correlation(self.side)
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
         self._slots: anyio.Semaphore | None = None
@@ -159,7 +146,7 @@ class Session:
     @property
     def pending(self) -> int:
         """Our requests waiting for the peer's answer."""
-        return len(self._pending)
+        return len(self.calls.pending)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Read and dispatch messages until the transport closes."""
@@ -167,7 +154,7 @@ class Session:
             raise RuntimeError("this session has no transport to read; feed it with serve_inline()")
         async with anyio.create_task_group() as tg:
             self._task_group = tg
-            self._slots = anyio.Semaphore(self.max_in_flight)
+            self._slots = anyio.Semaphore(self.max_in_flight, fast_acquire=True)
             self.callbacks.attach(tg)
             task_status.started()
             try:
@@ -186,9 +173,7 @@ class Session:
             return
         self._is_closed = True
         self.callbacks.close()
-        for pending in self._pending.values():
-            pending.error = ConnectionClosed(f"the connection closed before {pending.method} was answered")
-            pending.done.set()
+        self.calls.close(lambda method: ConnectionClosed(f"the connection closed before {method} was answered"))
         self.on_closed()
 
     def defer(self, callback: Callable[..., Awaitable[Any] | Any], *args: Any) -> None:
@@ -228,9 +213,9 @@ class Session:
 
     def next_id(self) -> int:
         """Reserve a request id (for callers that must know it before the request is sent)."""
-        return next(self._ids)
+        return self.calls.next_id()
 
-    async def send_request(
+    async def send_request(  # noqa: PLR0913 - every keyword is a documented option
         self,
         method: str,
         params: Mapping[str, Any] | None = None,
@@ -249,16 +234,12 @@ class Session:
         without holding the caller, and `RequestTimeout` (or the cancellation) propagates.
         """
         if request_id is None:
-            request_id = next(self._ids)
+            request_id = self.calls.next_id()
+        pending = self.calls.open(request_id, method, on_progress)
         body: dict[str, Any] | None = dict(params) if params is not None else None
-        token: RequestId | None = None
-        if on_progress is not None:
-            token = f"{self.side}-progress-{next(self._progress_tokens)}"
+        if pending.token is not None:
             body = dict(body or {})
-            body["_meta"] = {**(body.get("_meta") or {}), "progressToken": token}
-            self._progress[token] = on_progress
-        pending = _Pending(method)
-        self._pending[request_id] = pending
+            body["_meta"] = {**(body.get("_meta") or {}), "progressToken": pending.token}
         limit = self.request_timeout if isinstance(timeout, _Default) else timeout
         was_sent = False
         try:
@@ -277,9 +258,7 @@ class Session:
                 self._cancel_remote(request_id, method, "cancelled by the caller", route)
             raise
         finally:
-            self._pending.pop(request_id, None)
-            if token is not None:
-                self._progress.pop(token, None)
+            self.calls.discard(request_id)
         await self.callbacks.catch_up(pending.barrier, timeout=limit)
         if pending.error is not None:
             raise pending.error
@@ -319,7 +298,7 @@ class Session:
                 self.bad_frames += 1
             await self._refuse(message, context)
         elif isinstance(message, wire.Response):
-            self._on_response(message)
+            self.calls.answer(message, self.callbacks.queued)
         elif isinstance(message, wire.Notification):
             await self._on_notification(message.method, message.params, context)
         else:
@@ -341,41 +320,24 @@ class Session:
         context = item.context or self.context
         request_id, is_request = wire.partial_id(item.head)
         log.warning("dropped a message of at least %d bytes (limit %d)", item.size_at_least, item.limit)
-        if not is_request and request_id is not None and request_id in self._pending:
-            pending = self._pending[request_id]
-            pending.error = RemoteProtocolError(
-                f"the answer to {pending.method} was over the {item.limit}-byte message limit and was dropped"
+        waiting = self.calls.pending.get(request_id) if request_id is not None and not is_request else None
+        if waiting is not None and request_id is not None:  # an answer to our call: fail the call, do not drop it
+            limit = f"over the {item.limit}-byte message limit"
+            self.calls.fail(
+                request_id, RemoteProtocolError(f"the answer to {waiting.method} was {limit} and was dropped")
             )
-            pending.done.set()
             return
         message = f"message too large: over {item.limit} bytes"
         reply = wire.error(request_id if is_request else None, INVALID_REQUEST, message, {"limit": item.limit})
         await self._reply_quietly(reply, context.reply)
 
     def _on_failure(self, failure: Failure) -> None:
-        pending = self._pending.get(failure.request_id)
-        if pending is None:
-            log.debug("ignored a transport failure for unknown or finished request %r", failure.request_id)
-            return
-        pending.barrier = self.callbacks.queued
+        """The transport could not get our call an answer: fail the call with its reason."""
         error = failure.error
-        pending.error = error if isinstance(error, McpRuntimeError) else ConnectionClosed(str(error))
-        pending.done.set()
-
-    def _on_response(self, response: wire.Response) -> None:
-        if response.id is None:
-            log.warning("peer reported an error without an id: %s", response.error)
-            return
-        pending = self._pending.get(response.id)
-        if pending is None:
-            log.debug("ignored a response to unknown or finished request %r", response.id)
-            return
-        pending.barrier = self.callbacks.queued
-        if response.is_error:
-            pending.error = McpError.from_error(response.error)
-        else:
-            pending.result = response.result
-        pending.done.set()
+        if not self.calls.fail(
+            failure.request_id, error if isinstance(error, McpRuntimeError) else ConnectionClosed(str(error))
+        ):
+            log.debug("ignored a transport failure for unknown or finished request %r", failure.request_id)
 
     async def _start(self, request: wire.Request, context: TransportContext) -> None:
         if request.id in self._in_flight:
@@ -449,7 +411,7 @@ class Session:
             if incoming is not None and self.accepts_cancel(incoming):
                 incoming.cancel_scope.cancel()
         elif method == "notifications/progress":
-            await self._on_progress(params or {})
+            await self.calls.progress(params or {})
             return
         try:
             await self.handle_notification(method, params, context)
@@ -457,24 +419,3 @@ class Session:
             log.warning("ignored %s notification: %s", method, exc)
         except Exception:
             log.exception("notification handler for %s failed", method)
-
-    async def _on_progress(self, params: Mapping[str, Any]) -> None:
-        token = params.get("progressToken")
-        callback = self._progress.get(token) if wire.is_request_id(token) else None
-        progress, total, message = params.get("progress"), params.get("total"), params.get("message")
-        if callback is None or not _is_number(progress):
-            return
-        try:
-            outcome = callback(
-                float(progress),
-                float(total) if _is_number(total) else None,
-                message if isinstance(message, str) else None,
-            )
-            if outcome is not None:
-                await outcome
-        except Exception:
-            log.exception("progress callback failed")
-
-
-def _is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -86,7 +86,7 @@ def decode(data: bytes | str) -> Message:
     return classify(message)
 
 
-def classify(message: object) -> Message:
+def classify(message: object) -> Message:  # noqa: PLR0911 - one return per kind of input
     """Classify one parsed JSON value as a JSON-RPC 2.0 message."""
     if isinstance(message, list):
         return Invalid(INVALID_REQUEST, "batch requests are not supported (JSON-RPC batching was removed from MCP)")

@@ -28,9 +28,11 @@ from pydantic import BaseModel, ValidationError
 
 from .. import eras, wire
 from ..capabilities import gate_allows, merge_capabilities, missing_paths
+from ..correlation import ProgressCallback
 from ..errors import (
     CapabilityError,
     ConnectionClosed,
+    InputError,
     InvalidParams,
     RemoteProtocolError,
     ResponseStreamLost,
@@ -48,7 +50,7 @@ from ..registry import (
     VersionRegistry,
     validation_detail,
 )
-from ..session import DEFAULT, ProgressCallback, Timeout
+from ..session import DEFAULT, Timeout
 from ..transport.base import Connector, Transport
 from ..transport.stdio import stdio
 from ..worker import call
@@ -88,7 +90,7 @@ def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
 class Client(Calls):
     """An MCP client for one server (see the module docstring)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         server: Target,
         *,
@@ -305,8 +307,9 @@ class Client(Calls):
         """Send any request of the negotiated version's table; returns its result model.
 
         For methods that may need input (MRTR), the driver answers input requests with this
-        client's handlers and retries, unless `mrtr=False` or `resolve_input=False`: then the
-        `InputRequiredResult` is returned, and `retry()` sends your own answers.
+        client's handlers and retries. With `resolve_input=False` the `InputRequiredResult` is
+        returned instead, and `retry()` sends your own answers; a client made with `mrtr=False`
+        never answers by itself (`InputError` unless `resolve_input=False`).
 
         Fails before sending (`CapabilityError`) if the method is not ours to send or the server
         did not advertise the capability that gates it, and (`InvalidParams`) if the params do
@@ -348,7 +351,12 @@ class Client(Calls):
             return await self._send(spec, retry_body, timeout, progress)
 
         result = await send(body)
-        if spec.may_require_input and resolve_input and self.mrtr and needs_input(result):
+        if spec.may_require_input and resolve_input and needs_input(result):
+            if not self.mrtr:
+                raise InputError(
+                    f"{method}: the server asks for input and this client's driver is off (mrtr=False); "
+                    "call with resolve_input=False to answer it yourself (see retry())"
+                )
             result = await self.inputs.drive(spec, body, result, send)
         return result
 

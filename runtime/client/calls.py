@@ -11,15 +11,32 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from .. import wire
 from ..capabilities import has_capability
+from ..correlation import ProgressCallback
 from ..errors import HeaderMismatch, McpError, PaginationError, StructuredOutputError
 from ..features.tools import schema_problem
-from ..session import DEFAULT, ProgressCallback, Timeout
+from ..session import DEFAULT, Timeout
 
 if TYPE_CHECKING:
+    from mcpgen.generated.types import (
+        CallToolResult,
+        CompleteResult,
+        GetPromptResult,
+        InputRequiredResult,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
+        ListToolsResult,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        Tool,
+    )
+
     from . import Client
 
 log = logging.getLogger("mcpgen.runtime.client")
@@ -78,7 +95,9 @@ class OutputSchemas:
 
 
 class Calls(abc.ABC):
-    """Typed calls over `request` (mixed into `Client`)."""
+    """Typed calls over `request` (mixed into `Client`). Results are annotated with the
+    version-independent types (`mcpgen.generated.types`): each is the union of that result's
+    models in every version, so code written against them works whichever version was negotiated."""
 
     max_pages: int
     output_schemas: OutputSchemas | None
@@ -114,19 +133,41 @@ class Calls(abc.ABC):
 
     # -- tools ---------------------------------------------------------------------------------
 
-    async def list_tools(self, cursor: str | None = None) -> Any:
-        page = await self.request("tools/list", _cursor(cursor))
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        page = cast("ListToolsResult", await self.request("tools/list", _cursor(cursor)))
         if self.output_schemas is not None:
             for tool in page.tools:
                 self.output_schemas.learn(tool)
         return page
 
-    async def tools(self) -> AsyncIterator[Any]:
+    async def tools(self) -> AsyncIterator[Tool]:
         """Every tool, page after page."""
         async for tool in self._pages("tools/list", "tools"):
             if self.output_schemas is not None:
                 self.output_schemas.learn(tool)
             yield tool
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
+        resolve_input: Literal[True] = True,
+    ) -> CallToolResult: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
+        resolve_input: Literal[False],
+    ) -> CallToolResult | InputRequiredResult: ...
 
     async def call_tool(
         self,
@@ -136,8 +177,9 @@ class Calls(abc.ABC):
         timeout: Timeout = DEFAULT,
         progress: ProgressCallback | None = None,
         resolve_input: bool = True,
-    ) -> Any:
-        """Call a tool; input the server asks for is answered by this client's handlers.
+    ) -> CallToolResult | InputRequiredResult:
+        """Call a tool; input the server asks for is answered by this client's handlers (with
+        `resolve_input=False`, an `InputRequiredResult` comes back for you to answer, see `retry`).
 
         Over HTTP some arguments travel in headers too, as the tool's listing says; a server that
         finds them missing or stale (`HeaderMismatch`) gets the tool list read again and the call
@@ -157,48 +199,50 @@ class Calls(abc.ABC):
             )
         if self.output_schemas is not None:
             await self.output_schemas.check(name, result)
-        return result
+        return cast("CallToolResult | InputRequiredResult", result)
 
     # -- prompts -------------------------------------------------------------------------------
 
-    async def list_prompts(self, cursor: str | None = None) -> Any:
-        return await self.request("prompts/list", _cursor(cursor))
+    async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        return cast("ListPromptsResult", await self.request("prompts/list", _cursor(cursor)))
 
-    async def prompts(self) -> AsyncIterator[Any]:
+    async def prompts(self) -> AsyncIterator[Prompt]:
         async for prompt in self._pages("prompts/list", "prompts"):
             yield prompt
 
-    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, **options: Any) -> Any:
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: Timeout = DEFAULT
+    ) -> GetPromptResult:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        return await self.request("prompts/get", params, **options)
+        return cast("GetPromptResult", await self.request("prompts/get", params, timeout=timeout))
 
     # -- resources -----------------------------------------------------------------------------
 
-    async def list_resources(self, cursor: str | None = None) -> Any:
-        return await self.request("resources/list", _cursor(cursor))
+    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        return cast("ListResourcesResult", await self.request("resources/list", _cursor(cursor)))
 
-    async def resources(self) -> AsyncIterator[Any]:
+    async def resources(self) -> AsyncIterator[Resource]:
         async for resource in self._pages("resources/list", "resources"):
             yield resource
 
-    async def list_resource_templates(self, cursor: str | None = None) -> Any:
-        return await self.request("resources/templates/list", _cursor(cursor))
+    async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
+        return cast("ListResourceTemplatesResult", await self.request("resources/templates/list", _cursor(cursor)))
 
-    async def resource_templates(self) -> AsyncIterator[Any]:
+    async def resource_templates(self) -> AsyncIterator[ResourceTemplate]:
         async for template in self._pages("resources/templates/list", "resource_templates"):
             yield template
 
-    async def read_resource(self, uri: str, **options: Any) -> Any:
-        return await self.request("resources/read", {"uri": uri}, **options)
+    async def read_resource(self, uri: str, *, timeout: Timeout = DEFAULT) -> ReadResourceResult:
+        return cast("ReadResourceResult", await self.request("resources/read", {"uri": uri}, timeout=timeout))
 
     # -- completion ----------------------------------------------------------------------------
 
     async def complete(
         self, ref: Mapping[str, Any], argument: Mapping[str, str], context: Mapping[str, Any] | None = None
-    ) -> Any:
+    ) -> CompleteResult:
         params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
         if context is not None:
             params["context"] = dict(context)
-        return await self.request("completion/complete", params)
+        return cast("CompleteResult", await self.request("completion/complete", params))

@@ -82,7 +82,7 @@ def needs_input(result: Any) -> bool:
 class Inputs:
     """The handlers behind roots, sampling and elicitation, and the multi-round-trip driver."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         client: Client,
         *,

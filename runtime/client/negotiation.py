@@ -69,6 +69,7 @@ class Adopt:
 @dataclass(frozen=True)
 class Fail:
     reason: str
+    cause: BaseException | None = None
 
 
 Step = Probe | Initialize | Adopt | Fail
@@ -148,9 +149,10 @@ class Negotiation:
         if isinstance(error, UnsupportedProtocolVersion):
             return self._choose(error.supported, version)
         if isinstance(error, McpError) and error.code in MODERN_ERROR_CODES:
-            return Fail(
+            reason = (
                 f"the server is a modern server but refused server/discover: {error}; not falling back to initialize"
             )
+            return Fail(reason, error)
         return self.fall_back(str(error))
 
     def older_handshake(self, offered: object) -> str | None:
@@ -192,7 +194,7 @@ async def negotiate(client: Client) -> Adopt:
         if isinstance(step, Adopt):
             return step
         if isinstance(step, Fail):
-            raise NegotiationError(step.reason)
+            raise NegotiationError(step.reason) from step.cause
         if isinstance(step, Initialize):
             step = await _initialize(client, plan, step)
         else:
@@ -203,7 +205,7 @@ async def _initialize(client: Client, plan: Negotiation, step: Initialize) -> St
     try:
         raw = await client.session.send_request("initialize", client.initialize_params(step.version))
     except McpError as exc:
-        return Fail(f"the server refused initialize for {step.version}: {exc} {exc.data or ''}".rstrip())
+        return Fail(f"the server refused initialize for {step.version}: {exc} {exc.data or ''}".rstrip(), exc)
     return plan.after_initialize(raw, step.version, step.exact)
 
 
@@ -271,7 +273,7 @@ class _Probe:
         elif kind == "initialize-error":
             if self.discover_pending:
                 return None  # a modern-only server refuses initialize: its discover answer decides
-            return Fail(f"the server refused initialize: {value}")
+            return Fail(f"the server refused initialize: {value}", value)
         else:
             return None
         if isinstance(step, Initialize) and self.fallback is not None:

@@ -31,7 +31,7 @@ class PromptDef:
         )
 
 
-def make_prompt(
+def make_prompt(  # noqa: PLR0913 - every keyword is a documented option
     fn: Callable[..., Any],
     *,
     content_types: Collection[str],

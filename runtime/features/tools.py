@@ -135,7 +135,7 @@ def _arguments(
     return pydantic.create_model(f"{tool_name}Arguments", **fields), context, None
 
 
-def make_tool(
+def make_tool(  # noqa: PLR0913 - every keyword is a documented option
     fn: Callable[..., Any],
     *,
     content_types: Collection[str],
@@ -221,7 +221,7 @@ def _checked(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:
+def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 - one return per kind of input
     """A tool's return value as a `CallToolResult` object."""
     dumped = dump(value)
     prebuilt = isinstance(dumped, dict) and isinstance(dumped.get("content"), list)

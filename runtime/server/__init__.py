@@ -61,7 +61,7 @@ class Server:
     per process); every worker of a deployment needs the same keys.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
         name: str,
         version: str = "0.1.0",
@@ -175,7 +175,7 @@ class Server:
         scopes: Collection[str] = (),
     ) -> Callable[[F], F]: ...
 
-    def tool(
+    def tool(  # noqa: PLR0913 - every keyword is a documented option
         self,
         fn: F | None = None,
         /,
@@ -310,6 +310,16 @@ class Server:
     def enable_extension(self, identifier: str, settings: Mapping[str, Any] | None = None) -> None:
         """Advertise an extension (SEP-2133); extensions are off unless enabled."""
         self.extensions[identifier] = dict(settings or {})
+
+    def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
+        """The OAuth scopes a JSON-RPC message needs (a `tools/call` of a tool declared with
+        `scopes=`): the hook the HTTP auth middleware asks (`scopes_for_request`)."""
+        params = message.get("params")
+        if message.get("method") != "tools/call" or not isinstance(params, Mapping):
+            return frozenset()
+        name = params.get("name")
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        return tool.scopes if tool is not None else frozenset()
 
     # -- change notifications ---------------------------------------------------------------
 

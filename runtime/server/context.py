@@ -10,7 +10,7 @@ the authenticated principal as `ctx.auth`), progress and logging, and multi-roun
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -22,6 +22,8 @@ from ..registry import LOG_LEVELS, MODERN, validation_detail
 from ..transport.base import TransportContext
 
 if TYPE_CHECKING:
+    from mcpgen.generated.types import CreateMessageResult, ListRootsResult
+
     from ..eras import ClientView, Era
     from ..session import IncomingRequest
     from . import Server
@@ -115,6 +117,14 @@ class RequestContext(Context):
                 f"input response {key!r} does not fit {model.__name__}: {validation_detail(exc)}"
             ) from None
         return Elicited("accept", content)
+
+    def sampling(self, key: str) -> CreateMessageResult | None:
+        """The client's model reply to the sampling request `key` (None if not asked yet)."""
+        return cast("CreateMessageResult | None", self.input_responses.get(key))
+
+    def roots(self, key: str) -> ListRootsResult | None:
+        """The client's roots, answering the roots request `key` (None if not asked yet)."""
+        return cast("ListRootsResult | None", self.input_responses.get(key))
 
     # -- progress and logging --------------------------------------------------------------------
 

@@ -136,8 +136,13 @@ async def list_templates(server: Server, ctx: RequestContext, params: Any) -> di
     return _listing(server, "resourceTemplates", "templates", items, params)
 
 
+MAX_URI_LENGTH = 64 * 1024  # longer URIs are refused before any template is tried
+
+
 async def read_resource(server: Server, ctx: RequestContext, params: Any) -> Any:
     uri = params.uri
+    if len(uri) > MAX_URI_LENGTH:
+        raise InvalidParams(f"the URI is {len(uri)} characters long, over the {MAX_URI_LENGTH}-character limit")
     resource = server.resources.get(uri)
     if resource is not None:
         kwargs: dict[str, Any] = {resource.context_param: ctx} if resource.context_param else {}

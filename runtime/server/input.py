@@ -36,10 +36,11 @@ if TYPE_CHECKING:
 
 def principal_of(auth: Any) -> str | None:
     """A stable string for the principal a request was made by (what sealed state is bound to):
-    its `subject`, else its `client_id`, else the value itself; None without authentication."""
+    its `principal` (an `AuthInfo`: issuer and subject), else its `subject`, else its `client_id`,
+    else the value itself; None without authentication."""
     if auth is None:
         return None
-    for attribute in ("subject", "client_id"):
+    for attribute in ("principal", "subject", "client_id"):
         value = getattr(auth, attribute, None)
         if isinstance(value, str) and value:
             return value

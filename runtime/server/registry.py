@@ -43,7 +43,7 @@ class Features(Mapping[str, T], Generic[T]):
         return True
 
 
-def infer_capabilities(
+def infer_capabilities(  # noqa: PLR0913 - every keyword is a documented option
     *,
     tools: bool,
     prompts: bool,

@@ -113,7 +113,7 @@ class ProcessTransport(Transport):
 
 
 @asynccontextmanager
-async def stdio_client(
+async def stdio_client(  # noqa: PLR0913 - every keyword is a documented option
     command: str,
     args: Sequence[str] = (),
     *,
@@ -125,14 +125,12 @@ async def stdio_client(
 ) -> AsyncIterator[ProcessTransport]:
     """Spawn `command args` and yield a transport over its stdin/stdout.
 
-    The child's stderr goes to ours unless `stderr` says otherwise (e.g. `subprocess.DEVNULL`).
+    The child inherits our stderr unless `stderr` says otherwise (e.g. `subprocess.DEVNULL`).
     On exit: stdin is closed (the polite stop for a stdio server), then after `shutdown_timeout`
     the process is terminated, then killed.
     """
     full_env = {**os.environ, **(env or {})}
-    process: Process = await anyio.open_process(
-        [command, *args], env=full_env, cwd=cwd, stderr=stderr if stderr is not None else sys.stderr
-    )
+    process: Process = await anyio.open_process([command, *args], env=full_env, cwd=cwd, stderr=stderr)
     assert process.stdout is not None and process.stdin is not None
     in_send, in_receive = anyio.create_memory_object_stream[Inbound](64)
     out_send, out_receive = anyio.create_memory_object_stream[bytes](64)
@@ -179,7 +177,7 @@ class Stdio:
         )
 
 
-def stdio(
+def stdio(  # noqa: PLR0913 - every keyword is a documented option
     command: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,

@@ -2,11 +2,11 @@
 
 For every message def of every pinned version (each method's message, params and results),
 a small hypothesis strategy (tests/jsonschema_strategy.py) draws instances; whatever `jsonschema`
-accepts, the model must accept (read as JSON text, the way the runtime reads it). Then a
-sample of mutations of each instance (required key dropped, wrong type, const changed, optional
-key set to null, wrapped in an array) must be judged the same way by both, except for the
-disagreements listed in `KNOWN_DISAGREEMENTS`, which the
-README documents with their reasons.
+accepts, the model must accept (read as JSON text, the way the runtime reads it) and dump back
+unchanged with no dump arguments. Then a sample of mutations of each instance (required key
+dropped, wrong type, const changed, optional key set to null, wrapped in an array) must be
+judged the same way by both, except for the disagreements listed in `KNOWN_DISAGREEMENTS`,
+which the README documents with their reasons.
 """
 
 from __future__ import annotations
@@ -85,6 +85,16 @@ def model_accepts(version: str, name: str, instance: Any) -> tuple[bool, str]:
     return True, ""
 
 
+def dump_back(version: str, name: str, instance: Any) -> Any:
+    """Parse JSON text, dump with no arguments, parse the dump: what a user sends back."""
+    target = getattr(versions.module(version).models, name)
+    raw = json.dumps(instance)
+    if isinstance(target, type) and issubclass(target, BaseModel):
+        return json.loads(target.model_validate_json(raw).model_dump_json())
+    adapter: TypeAdapter[Any] = TypeAdapter(target)
+    return json.loads(adapter.dump_json(adapter.validate_json(raw), by_alias=True, exclude_unset=True))
+
+
 def schema_of(version: str, name: str) -> dict[str, Any]:
     node = fixed_defs(version)[name]
     while isinstance(node, dict) and set(node) <= {"$ref", "description"} and "$ref" in node:
@@ -128,6 +138,8 @@ def test_model_agrees_with_jsonschema(version: str, name: str) -> None:
             return
         accepted, why = model_accepts(version, name, instance)
         assert accepted, f"jsonschema accepts but the model refuses {json.dumps(instance)[:400]}:\n{why}"
+        dumped = dump_back(version, name, instance)
+        assert dumped == instance, f"parse then dump (no arguments) changed {json.dumps(instance)[:400]}"
         options = mutations(version, name, instance)
         if not options:
             return

@@ -155,6 +155,7 @@ def test_unseen_version_name_generates(tmp_path: Path, schema_dir: Path) -> None
         "2025-06-18",
         "--data-dir",
         str(schema_dir),
+        "--no-pin-check",
     )
     assert (out / "v2025_06_18" / "models.py").is_file()
     rows = methods_json(tmp_path / "schemas", "2025-06-18", schema_dir)

@@ -84,6 +84,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Module
             VERSION,
             "--data-dir",
             str(data),
+            "--no-pin-check",
         ],
     )
     assert result.exit_code == 0, result.output

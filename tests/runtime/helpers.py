@@ -85,11 +85,3 @@ async def connected(server: Server, **client_options: Any) -> AsyncIterator[Clie
         if len(group.exceptions) == 1:
             raise group.exceptions[0] from None
         raise
-
-
-@asynccontextmanager
-async def raw_client(client: Client) -> AsyncIterator[tuple[RawPeer, Client]]:
-    """A client whose server is a `RawPeer` the test drives (the client is entered by the caller)."""
-    client_end, server_end = memory_pair()
-    client._server = client_end
-    yield RawPeer(server_end), client

@@ -114,3 +114,58 @@ def test_inspect_with_a_pinned_version_lists_a_server_that_lacks_features() -> N
     report = json.loads(out)
     assert [t["name"] for t in report["tools"]] == ["only"]
     assert report["prompts"] == [] and report["resources"] == []
+
+
+# -- progress, logs and input ------------------------------------------------------------------------
+
+
+def run_split(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_call_shows_progress_and_log_messages_as_they_arrive(mode: str) -> None:
+    code, out, err = run_split("call", "long_task", "--mode", mode, "--args", '{"steps": 2}', "--", *SERVER)
+    assert code == 0 and out.strip() == "finished 2 steps"
+    assert "progress 1/2: step 1 of 2" in err and "progress 2/2: step 2 of 2" in err
+    assert '[info] {"step": 1}' in err and '[info] {"step": 2}' in err
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_call_answers_a_form_from_the_command_line(mode: str) -> None:
+    args = ("call", "confirm_action", "--mode", mode, "--args", '{"action": "deploy"}')
+    code, out, _ = run_split(*args, "--answer", "confirm=true", "--answer", "reason=tested", "--", *SERVER)
+    assert (code, out.strip()) == (0, "deploy: confirmed (tested)")
+    code, out, err = run_split(*args, "--", *SERVER)
+    assert (code, out.strip()) == (0, "deploy: declined by the user")
+    assert "--answer confirm=JSON" in err
+
+
+def test_call_answers_url_sampling_and_roots_requests() -> None:
+    code, out, err = run_split("call", "connect_account", "--accept-all", "--", *SERVER)
+    assert (code, out.strip()) == (0, "sign-in accept") and "https://example.com/signin" in err
+    code, out, err = run_split(
+        "call", "summarize", "--args", '{"text": "long"}', "--sample-reply", "short", "--", *SERVER
+    )
+    assert (code, out.strip()) == (0, "summary: short") and "Summarise in one line: long" in err
+    code, out, _ = run_split("call", "client_roots", "--root", "file:///a", "--root", "file:///b", "--", *SERVER)
+    assert (code, out.split()) == (0, ["file:///a", "file:///b"])
+
+
+def test_a_form_is_answered_field_by_field_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpgen.runtime import cli_input
+
+    monkeypatch.setattr(cli_input, "is_terminal", lambda: True)
+    monkeypatch.setattr("mcpgen.runtime.cli.is_terminal", lambda: True)
+    code, out, err = run_split(
+        "call", "confirm_action", "--args", '{"action": "ship"}', "--", *SERVER, stdin="y\nbecause\n"
+    )
+    assert (code, out.strip()) == (0, "ship: confirmed (because)"), err
+
+
+def test_inspect_text_shows_each_tools_arguments() -> None:
+    code, out = run("inspect", "--", *SERVER)
+    assert code == 0
+    assert "add(a: integer, b: integer)" in out and "long_task(steps?: integer)" in out
+    assert "write_poem(topic, tone?)" in out

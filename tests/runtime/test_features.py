@@ -134,20 +134,34 @@ async def test_timeout_cancels_at_the_server() -> None:
             await client.call_tool("forever", timeout=0.2)
         session = next(iter(server.sessions))
         with anyio.fail_after(2):
-            while session._in_flight:
+            while session.in_flight:
                 await anyio.sleep(0.01)
         assert (await client.call_tool("shout", {"text": "x"})).content[0].text == "X"
 
 
 async def test_caller_cancellation_cancels_at_the_server() -> None:
     server = make_server()
+    started, stopped = anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def wait() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
     async with connected(server, mode=V26) as client:
-        with anyio.move_on_after(0.2):
-            await client.call_tool("forever")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "wait")
+            with anyio.fail_after(10):
+                await started.wait()
+            tg.cancel_scope.cancel()  # the caller gives up
+        with anyio.fail_after(10):
+            await stopped.wait()  # the server's handler was cancelled too
         session = next(iter(server.sessions))
-        with anyio.fail_after(2):
-            while session._in_flight:
-                await anyio.sleep(0.01)
+        assert session.in_flight == 0
 
 
 async def test_request_ids_are_unique_while_pending() -> None:
@@ -287,15 +301,14 @@ async def test_client_refuses_calls_the_server_did_not_advertise_before_sending(
     server = Server("tools-only", logging=False)
     server.add_tool(lambda: "x", name="x")
     async with connected(server, mode=mode) as client:
-        session = next(iter(server.sessions))
-        before = session._ids
+        before = client.session.next_id()
         with pytest.raises(CapabilityError, match="prompts"):
             await client.list_prompts()
         with pytest.raises(CapabilityError, match="resources"):
             await client.read_resource("mem://x")
         with pytest.raises(CapabilityError, match="not a method"):
             await client.request("tools/nope")
-        assert session._ids is before and not session._in_flight
+        assert client.session.next_id() == before + 1, "no request id was used: nothing was sent"
 
 
 async def test_server_answers_method_not_found_for_a_feature_it_lacks() -> None:

@@ -57,12 +57,53 @@ modern_calls = st.fixed_dictionaries(
         ),
     },
 )
+odd_ids = st.one_of(st.booleans(), st.floats(allow_nan=False), st.none(), st.lists(st.integers(), max_size=2))
+non_ascii = st.text(alphabet="éü☃ÿ\u0000\u200b.v1", min_size=1, max_size=12)
+hostile = st.one_of(
+    # tokens that are not JSON, ids that are not ids, methods and params of the wrong type
+    st.sampled_from([b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}', b"Infinity", b"-Infinity", b"[]"]),
+    odd_ids.map(lambda i: json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/list"}).encode()),
+    st.sampled_from([None, 5, [], {}]).map(lambda m: json.dumps({"jsonrpc": "2.0", "id": 3, "method": m}).encode()),
+    st.sampled_from(["x", 5, [1], True]).map(
+        lambda p: json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ping", "params": p}).encode()
+    ),
+    odd_ids.map(
+        lambda i: json.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}
+        ).encode()
+    ),
+    # forged cursors and request state, whatever their bytes
+    non_ascii.map(
+        lambda c: json.dumps(
+            {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": meta(), "cursor": c}}
+        ).encode()
+    ),
+    non_ascii.map(
+        lambda c: json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 6,
+                "method": "tools/call",
+                "params": {"_meta": meta(), "name": "ask", "requestState": c},
+            }
+        ).encode()
+    ),
+    # over the 4096-byte limit, with the id first or last
+    st.integers(4097, 9000).map(
+        lambda n: b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"p":"' + b"x" * n + b'"}}'
+    ),
+    st.integers(4097, 9000).map(
+        lambda n: b'{"params":{"p":"' + b"x" * n + b'"},"jsonrpc":"2.0","id":8,"method":"ping"}'
+    ),
+)
 frames = st.one_of(
     st.binary(max_size=60),
     messages.map(lambda m: json.dumps({k: v for k, v in m.items() if v is not None}).encode()),
     modern_calls.map(lambda m: json.dumps(m).encode()),
     json_values.map(lambda v: json.dumps(v).encode()),
+    hostile,
 )
+backends = st.sampled_from(["asyncio", "trio"])
 
 
 def make_server() -> Server:
@@ -92,8 +133,8 @@ def make_server() -> Server:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(batch=st.lists(frames, min_size=1, max_size=8))
-def test_random_frames_never_break_the_server(batch: list[bytes]) -> None:
+@given(batch=st.lists(frames, min_size=1, max_size=8), backend=backends)
+def test_random_frames_never_break_the_server(batch: list[bytes], backend: str) -> None:
     async def main() -> None:
         async with raw_server(make_server(), max_message_bytes=4096) as peer:
             for frame in batch:
@@ -112,12 +153,12 @@ def test_random_frames_never_break_the_server(batch: list[bytes]) -> None:
                         break
             assert reply["result"]["content"] == [{"type": "text", "text": "alive"}]
 
-    anyio.run(main)
+    anyio.run(main, backend=backend)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(batch=st.lists(frames, min_size=1, max_size=8))
-def test_random_frames_never_break_the_client(batch: list[bytes]) -> None:
+@given(batch=st.lists(frames, min_size=1, max_size=8), backend=backends)
+def test_random_frames_never_break_the_client(batch: list[bytes], backend: str) -> None:
     async def main() -> None:
         client_end, server_end = memory_pair(max_message_bytes=4096)
         peer = RawPeer(server_end)
@@ -138,4 +179,4 @@ def test_random_frames_never_break_the_client(batch: list[bytes]) -> None:
                 with anyio.fail_after(5):
                     assert (await client.list_tools()).tools == []
 
-    anyio.run(main)
+    anyio.run(main, backend=backend)

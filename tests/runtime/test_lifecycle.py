@@ -11,7 +11,6 @@ import anyio
 import pytest
 from helpers import V25, V26, RawPeer, connected, meta, raw_server
 from mcpgen.runtime import Client, McpError, NegotiationError, RequestContext, Server, memory_pair
-from mcpgen.runtime.uritemplate import UriTemplate
 
 pytestmark = pytest.mark.anyio
 
@@ -232,38 +231,3 @@ def test_stdio_server_exits_while_its_stdin_stays_open() -> None:
         process.kill()
         assert process.stdin is not None
         process.stdin.close()
-
-
-# -- URI templates ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("template", "uri", "expected"),
-    [
-        ("s://a{?x,y}", "s://a?y=2", {"y": "2"}),
-        ("s://a{?x,y}", "s://a?y=2&x=1", {"x": "1", "y": "2"}),
-        ("s://a{?x,y}", "s://a", {}),
-        ("search{?q}{&lang}", "search?lang=en&q=cat", {"q": "cat", "lang": "en"}),
-        ("x{;a,b}", "x;b=2;a=1", {"a": "1", "b": "2"}),
-        ("mem://dir/{name}", "mem://dir/a%20b", {"name": "a b"}),
-        ("file:///{+path}", "file:///a/b%2Fc", {"path": "a/b/c"}),
-        ("mem://dir/{name}", "mem://dir/..%2F..%2Fetc%2Fpasswd", None),
-        ("mem://dir/{name}", "mem://dir/a/b", None),
-    ],
-)
-def test_uri_template_matching(template: str, uri: str, expected: dict[str, str] | None) -> None:
-    assert UriTemplate(template).match(uri) == expected
-
-
-@pytest.mark.parametrize(
-    ("template", "values"),
-    [
-        ("s://a{?x,y}", {"y": "2"}),
-        ("s://a{?x,y}", {"x": "1 2", "y": "3"}),
-        ("r://{a}/{b}", {"a": "é", "b": "x"}),
-        ("f://{+p}", {"p": "a/b"}),
-    ],
-)
-def test_uri_templates_match_their_own_expansions(template: str, values: dict[str, str]) -> None:
-    t = UriTemplate(template)
-    assert t.match(t.expand(**values)) == values

@@ -1,7 +1,10 @@
 """Multi-round-trip requests, the legacy shim and the client features, on asyncio and trio.
 
-One test (or more) per MUST / MUST NOT of digest §2.4 (MRTR flow) and §3.3 (capabilities),
-on both sides.
+One test (or more) per MUST / MUST NOT of the MRTR flow (the spec repository's
+docs/specification/2026-07-28/basic/patterns/mrtr.mdx, "Server Requirements" and "Client
+Requirements") and of the rule for capabilities a request needs but the client did not declare
+(docs/specification/2026-07-28/basic/index.mdx: the server answers -32021,
+MissingRequiredClientCapabilityError), on both sides.
 """
 
 from __future__ import annotations
@@ -181,7 +184,7 @@ async def test_input_requests_are_answered_concurrently(mode: str) -> None:
         assert result.structured_content["sure"] == "accept"
 
 
-# -- client MUSTs (digest §2.4) -----------------------------------------------------------------
+# -- client MUSTs of the MRTR flow (mrtr.mdx, "Client Requirements") ----------------------------
 
 
 async def scripted(peer: RawPeer, replies: list[dict[str, Any]], seen: list[dict[str, Any]]) -> None:
@@ -287,7 +290,7 @@ async def test_disabled_driver_returns_the_input_required_result_and_retry_helpe
     async with anyio.create_task_group() as tg:
         tg.start_soon(scripted, RawPeer(server_end), [input_required(inputRequests=ASK, requestState="s1"), DONE], seen)
         async with Client(client_end, mode=V26, mrtr=False) as client:
-            pending = await client.call_tool("t", {"a": 1})
+            pending = await client.call_tool("t", {"a": 1}, resolve_input=False)
             assert pending.result_type == "input_required"
             assert set(pending.input_requests) == {"confirm"}
             done = await client.retry(
@@ -313,7 +316,7 @@ async def test_parallel_calls_keep_their_own_state() -> None:
         assert results == {i: f"deleted {i} (note -)" for i in ("a", "b", "c")}
 
 
-# -- server MUSTs (digest §2.4, §3.3) ----------------------------------------------------------
+# -- server MUSTs: MRTR flow and state (mrtr.mdx, "Server Requirements"), missing capabilities ----
 
 
 async def test_input_required_result_on_the_wire() -> None:
@@ -476,7 +479,7 @@ async def test_server_keeps_nothing_between_rounds() -> None:
     async with raw_server(server) as peer:
         await first_round(peer)
         session = next(iter(server.sessions))
-        assert not session._in_flight and not session._pending
+        assert session.in_flight == 0 and session.pending == 0
         assert (await peer.request(5, "tools/call", {"_meta": meta(), "name": "busy"}))["result"][
             "resultType"
         ] == "input_required"

@@ -1,0 +1,109 @@
+"""Discovery over HTTP: protected resource metadata, then authorization server metadata (with the
+2025-03-26 fallbacks when the caller allows them). Every fetch is bounded in size, and a stale pooled
+connection dropped by the server is retried once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from .errors import DiscoveryError, IssuerMismatchError
+from .metadata import (
+    OAUTH_WELL_KNOWN,
+    AuthorizationServerMetadata,
+    ProtectedResourceMetadata,
+    authorization_server_metadata_urls,
+    protected_resource_metadata_urls,
+)
+
+MAX_DOCUMENT_BYTES = 1 << 20
+_STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+async def read_capped(response: httpx.Response, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The body of a streamed response, refusing more than `limit` bytes."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise DiscoveryError(f"response from {response.request.url} exceeds {limit} bytes")
+    return bytes(body)
+
+
+def decode_json(body: bytes) -> Any:
+    """Parsed JSON, or None when the body is not JSON."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+async def get_json(http: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> tuple[int, Any]:
+    """GET a JSON document: (status, parsed body or None)."""
+    request_headers = {"Accept": "application/json", **headers}
+    for attempt in range(2):
+        try:
+            async with http.stream("GET", url, headers=request_headers) as response:
+                if response.status_code != 200:
+                    return response.status_code, None
+                return 200, decode_json(await read_capped(response))
+        except _STALE_CONNECTION as exc:
+            if attempt:
+                raise DiscoveryError(f"could not fetch {url}: {exc!r}") from exc
+        except httpx.HTTPError as exc:
+            raise DiscoveryError(f"could not fetch {url}: {exc!r}") from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def discover_resource_metadata(
+    http: httpx.AsyncClient, server_url: str, header_url: str | None, headers: Mapping[str, str]
+) -> ProtectedResourceMetadata | None:
+    """The server's protected resource metadata, or None when no location has any (the server
+    predates RFC 9728). A server error (5xx, 429) is raised: it says nothing about whether metadata
+    exists, so it must not send the client down a legacy path."""
+    for url in protected_resource_metadata_urls(server_url, header_url):
+        status, doc = await get_json(http, url, headers)
+        if status == 200 and doc is not None:
+            return ProtectedResourceMetadata.from_document(doc, url=url)
+        if status >= 500 or status == 429:
+            raise DiscoveryError(f"protected resource metadata request to {url} failed with HTTP {status}")
+    return None
+
+
+async def discover_authorization_server(
+    http: httpx.AsyncClient, issuer: str, headers: Mapping[str, str]
+) -> AuthorizationServerMetadata:
+    """Metadata for `issuer`, trying the well-known URLs in the specified order. A document naming
+    another issuer is never used; the next URL is tried, and the mismatch is raised if nothing valid
+    turns up."""
+    mismatch: IssuerMismatchError | None = None
+    for url in authorization_server_metadata_urls(issuer):
+        status, doc = await get_json(http, url, headers)
+        if status == 200 and doc is not None:
+            try:
+                return AuthorizationServerMetadata.from_document(doc, url=url, accepted_issuers=(issuer,))
+            except IssuerMismatchError as exc:
+                mismatch = mismatch or exc
+        elif status >= 500 or status == 429:
+            raise DiscoveryError(f"authorization server metadata request to {url} failed with HTTP {status}")
+    if mismatch is not None:
+        raise mismatch
+    raise DiscoveryError(f"no authorization server metadata found for issuer {issuer}")
+
+
+async def legacy_authorization_server(
+    http: httpx.AsyncClient, base: str, headers: Mapping[str, str]
+) -> AuthorizationServerMetadata:
+    """The 2025-03-26 rules for a server without protected resource metadata: RFC 8414 metadata at
+    the root of the server's origin, else the default endpoints there. The issuer is the origin
+    (written with or without its trailing slash)."""
+    url = f"{base}{OAUTH_WELL_KNOWN}"
+    status, doc = await get_json(http, url, headers)
+    if status == 200 and doc is not None:
+        return AuthorizationServerMetadata.from_document(doc, url=url, accepted_issuers=(base, base + "/"))
+    if status >= 500 or status == 429:
+        raise DiscoveryError(f"authorization server metadata request to {url} failed with HTTP {status}")
+    return AuthorizationServerMetadata.legacy_default(base)
