@@ -41,7 +41,7 @@ from ..errors import METHOD_NOT_FOUND, ConnectionClosed, McpError, McpRuntimeErr
 from ..registry import PROTOCOL_VERSION_KEY
 from . import headers as routing
 from .base import DEFAULT_MAX_MESSAGE_BYTES, Inbound, Transport, TransportContext
-from .http_streams import INITIALIZE, Channel, Exchange, describe, http_error
+from .http_channel import INITIALIZE, Channel, Exchange, describe, http_error
 
 if TYPE_CHECKING:
     import httpx
