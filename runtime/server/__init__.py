@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 
@@ -41,11 +41,15 @@ from ..registry import VersionRegistry
 from ..state import StateSealer
 from ..transport import Transport, stdio_server
 from . import handlers as builtin
+from .bus import ChangeBus, LocalBus
 from .context import Elicited, RequestContext
 from .pagination import Cursors
 from .registry import Features, infer_capabilities
 from .session import ServerSession
 from .subscriptions import Change, ListenStream
+
+if TYPE_CHECKING:
+    from ..transport.http_server import HttpApp
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
@@ -114,6 +118,7 @@ class Server:
         self.on_roots_changed: Callable[[ServerSession], Any] | None = None
         self.sessions: set[ServerSession] = set()
         self.listening: set[ListenStream] = set()
+        self.bus: ChangeBus = LocalBus()  # a shared bus (redis_bus.RedisBus) spreads changes across processes
         self.router = Router(
             self.registry,
             self.versions,
@@ -331,7 +336,13 @@ class Server:
         self.deliver(Change("resource", uri))
 
     def deliver(self, change: Change) -> None:
-        """Send a change to the clients of every era that asked for it."""
+        """Send a change to the clients of every era that asked for it, here and, through the
+        change bus (`self.bus`), in the other processes of the deployment."""
+        self.deliver_here(change)
+        self.bus.publish(change)
+
+    def deliver_here(self, change: Change) -> None:
+        """Send a change to this process's clients only (what a bus does with other processes' changes)."""
         for era in eras.newest_first():
             era.deliver_change(self, change)
 
@@ -359,6 +370,22 @@ class Server:
     def run_stdio(self) -> None:
         """Serve on stdin/stdout until stdin closes (log to stderr)."""
         anyio.run(self.serve_stdio)
+
+    def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
+        """This server's Streamable HTTP endpoint (both eras) as an ASGI 3 application; see
+        `transport.http_server.HttpApp` for the options (security, event store, keep-alive...)."""
+        from ..transport.http_server import HttpApp
+
+        return HttpApp(self, path=path, **options)
+
+    def run_http(
+        self, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", log_level: str = "info", **options: Any
+    ) -> None:
+        """Serve Streamable HTTP at http://host:port/path with uvicorn until interrupted
+        (needs the `http` extra: `pip install 'mcpgen[http]'`)."""
+        from ..transport.http_serve import run_http
+
+        run_http(self.http_app(path, **options), host=host, port=port, log_level=log_level)
 
 
 __all__ = ["Context", "Cursors", "Elicited", "RequestContext", "Server", "ServerSession"]

@@ -90,8 +90,12 @@ def read_input(ctx: RequestContext, spec: MethodSpec) -> None:
     token = params.get("requestState")
     responses = params.get("inputResponses")
     if token is None:
-        if responses:
-            raise InvalidParams("inputResponses without the requestState they answer")
+        # Answers without a state: nothing says what was asked, so each is read by its shape
+        # (an answer that is no kind of input response is refused).
+        if responses is not None and not isinstance(responses, Mapping):
+            raise InvalidParams("inputResponses must be an object")
+        for key, value in (responses or {}).items():
+            ctx.input_responses[key] = decode_by_shape(ctx, key, value)
         return
     body = ctx.server.sealer.open(token, spec.method, params, principal_of(ctx.auth))
     ctx.state = body.get("s")
@@ -105,6 +109,18 @@ def read_input(ctx: RequestContext, spec: MethodSpec) -> None:
         if kind is None or kind not in table:
             continue  # an answer to nothing we asked: ignored
         ctx.input_responses[key] = decode_answer(table[kind], key, value, schemas.get(key))
+
+
+def decode_by_shape(ctx: RequestContext, key: str, value: Any) -> Any:
+    """An input response whose kind is unknown, as the result model of the first kind it fits."""
+    for spec in ctx.server.registry.methods(ctx.protocol_version).values():
+        if spec.kind == NOTIFICATION or not spec.direction.allows("server") or spec.direction.allows("client"):
+            continue
+        try:
+            return spec.parse_result(wire.to_wire(value))
+        except (ValidationError, ValueError):
+            continue
+    raise InvalidParams(f"invalid input response {key!r}: not an answer to any input request")
 
 
 def decode_answer(spec: MethodSpec, key: str, value: Any, schema: Any) -> Any:

@@ -95,6 +95,16 @@ class ServerSession(Session):
 
     # -- serving ---------------------------------------------------------------------------------
 
+    async def serve(self, incoming: IncomingRequest) -> None:
+        try:
+            await super().serve(incoming)
+        finally:
+            # A reply route that is one HTTP exchange must learn when its request is over, also
+            # when it ended without a response (cancelled): it then ends the exchange.
+            ended = getattr(incoming.context.reply, "request_ended", None)
+            if ended is not None:
+                ended()
+
     def route(self, request: IncomingRequest) -> Route | Rejection:
         call = Call(request.method, request.params, request.context.headers, self.legacy_version)
         return self.server.router.route(call)

@@ -1,0 +1,116 @@
+"""A change bus over Redis pub/sub (the optional `redis` extra: `pip install mcpgen[redis]`).
+
+    server.bus = RedisBus("redis://localhost:6379/0")
+
+Every process of a deployment publishes its changes on one channel and subscribes to it; each
+change carries the id of the process that made it, so a process does not deliver its own change
+twice. Redis pub/sub is fire-and-forget: a process that is down or reconnecting misses changes
+(a listen stream it held ended anyway; its client reconnects and lists again).
+
+It uses redis-py's asyncio client, so the server must run on asyncio (uvicorn does).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import secrets
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+
+from .bus import Deliver, decode_change, encode_change
+from .subscriptions import Change
+
+log = logging.getLogger("mcpgen.runtime.server")
+DEFAULT_CHANNEL = "mcpgen:changes"
+URL_ENV = "MCPGEN_REDIS_URL"
+OUTBOX = 10_000  # changes waiting to be published before new ones are dropped
+
+
+class RedisBus:
+    """Changes published to, and received from, a Redis channel."""
+
+    def __init__(self, url: str | None = None, channel: str = DEFAULT_CHANNEL, *, client: Any = None) -> None:
+        try:
+            import redis.asyncio  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise ImportError("RedisBus needs the redis client: pip install 'mcpgen[redis]'") from exc
+        self.url = url or os.environ.get(URL_ENV) or "redis://localhost:6379/0"
+        self.channel = channel
+        self.origin = secrets.token_hex(8)
+        self._client = client
+        self._outbox, self._pending = anyio.create_memory_object_stream[bytes](OUTBOX)
+        self.subscribed = anyio.Event()  # set once this process receives the channel's messages
+        self.connect_timeout = 10.0
+        self.retry_seconds = 1.0
+
+    def publish(self, change: Change) -> None:
+        try:
+            self._outbox.send_nowait(encode_change(change, self.origin))
+        except anyio.WouldBlock:
+            log.warning("the Redis bus is not keeping up; dropped %s", change.method)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def run(self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Publish and receive until cancelled; `task_status.started()` once subscribed (or once
+        Redis could not be reached within `connect_timeout`: the server starts anyway and the bus
+        keeps trying)."""
+        import redis.asyncio as redis
+
+        client = self._client or redis.Redis.from_url(self.url)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._publisher, client)
+                started = False
+                while True:
+                    try:
+                        with anyio.fail_after(self.connect_timeout if not started else math.inf):
+                            pubsub = client.pubsub()
+                            await pubsub.subscribe(self.channel)
+                            await self._confirmed(pubsub)
+                        self.subscribed.set()
+                        if not started:
+                            started = True
+                            task_status.started()
+                        await self._receive(pubsub, deliver)
+                    except (OSError, TimeoutError, redis.RedisError) as exc:
+                        log.warning("the Redis change bus is unavailable (%s); retrying", exc)
+                        if not started:
+                            started = True
+                            task_status.started()
+                        await anyio.sleep(self.retry_seconds)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if self._client is None:
+                    await client.aclose()
+
+    async def _publisher(self, client: Any) -> None:
+        async for data in self._pending:
+            try:
+                await client.publish(self.channel, data)
+            except Exception as exc:  # Redis down: the change is lost, the server goes on
+                log.warning("could not publish a change to Redis: %s", exc)
+
+    @staticmethod
+    async def _confirmed(pubsub: Any) -> None:
+        """Wait for Redis to confirm the subscription (from then on, every publication arrives)."""
+        while True:
+            message = await pubsub.get_message(timeout=None)
+            if message is not None and message.get("type") == "subscribe":
+                return
+
+    async def _receive(self, pubsub: Any, deliver: Deliver) -> None:
+        try:
+            async for message in pubsub.listen():
+                if message.get("type") != "message":
+                    continue
+                change = decode_change(message.get("data", b""), self.origin)
+                if change is not None:
+                    deliver(change)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await pubsub.aclose()

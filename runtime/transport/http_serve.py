@@ -1,0 +1,165 @@
+"""Running the Streamable HTTP app: uvicorn (asyncio), hypercorn (trio), and an app factory for workers.
+
+    run_http(server.http_app(), host="127.0.0.1", port=8000)      # blocking, uvicorn
+    await serve_http(app, sockets=[sock])                          # inside a running event loop
+
+`serve_http` picks the ASGI server by the running backend: uvicorn on asyncio, hypercorn on
+trio. Both end open `subscriptions/listen` streams gracefully (each gets its result) before they
+wait for open responses to finish, so a shutdown does not hang on long-lived streams.
+
+Several worker processes (`uvicorn --workers N --factory mcpgen.runtime.transport.http_serve:app_factory`)
+each build their own app: `app_factory` reads `MCPGEN_SERVER` (`path/to/file.py:attr` or
+`package.module:attr`, a `Server` or a function returning one), `MCPGEN_PATH` (default `/mcp`),
+`MCPGEN_REDIS_URL` (a Redis change bus shared by the workers) and, through the server,
+`MCPGEN_STATE_KEYS` (the `requestState` sealing keys every worker must share).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import sniffio
+
+if TYPE_CHECKING:
+    from ..server import Server
+    from .http_server import HttpApp
+
+SERVER_ENV = "MCPGEN_SERVER"
+PATH_ENV = "MCPGEN_PATH"
+REDIS_ENV = "MCPGEN_REDIS_URL"
+
+
+def load_server(target: str) -> Server:
+    """The `Server` named by `FILE_OR_MODULE:ATTR` (ATTR may be a function returning one; default
+    attribute: `server`)."""
+    from ..server import Server
+
+    where, _, attr = target.partition(":")
+    attr = attr or "server"
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        path = Path(where).resolve()
+        if not path.is_file():
+            raise LookupError(f"no such file: {where}")
+        spec = importlib.util.spec_from_file_location(f"mcpgen_served_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise LookupError(f"cannot load {where}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    found: Any = getattr(module, attr, None)
+    if found is None:
+        raise LookupError(f"{where} has no attribute {attr!r}")
+    if not isinstance(found, Server) and callable(found):
+        found = found()
+    if not isinstance(found, Server):
+        raise LookupError(f"{target} is a {type(found).__name__}, not an mcpgen Server")
+    return found
+
+
+def app_factory() -> HttpApp:
+    """An app built from the environment (see the module docstring): one per worker process."""
+    target = os.environ.get(SERVER_ENV)
+    if not target:
+        raise LookupError(f"set {SERVER_ENV}=FILE_OR_MODULE:ATTR to the Server to serve")
+    server = load_server(target)
+    redis_url = os.environ.get(REDIS_ENV)
+    if redis_url:
+        from ..server.redis_bus import RedisBus
+
+        server.bus = RedisBus(redis_url)
+    return server.http_app(os.environ.get(PATH_ENV, "/mcp"))
+
+
+def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening TCP socket (port 0: a free port; read it from `getsockname()`)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve_http(  # noqa: PLR0913  (keyword-only settings)
+    app: HttpApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    sockets: Sequence[socket.socket] | None = None,
+    shutdown: anyio.Event | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve `app` until `shutdown` is set (or the task is cancelled): uvicorn on asyncio,
+    hypercorn on trio. Pass bound `sockets` to know the port before the server starts."""
+    if sockets is None:
+        sockets = [bind(host, port)]
+    stop = shutdown or anyio.Event()
+    if sniffio.current_async_library() == "trio":
+        await _serve_hypercorn(app, sockets, stop, log_level)
+    else:
+        await _serve_uvicorn(app, sockets, stop, log_level)
+
+
+async def _serve_uvicorn(app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str) -> None:
+    import uvicorn
+
+    class Graceful(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            app.close_streams()
+            await super().shutdown(sockets)
+
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=30)
+    server = Graceful(config)
+    async with anyio.create_task_group() as tg:
+
+        async def stopper() -> None:
+            await stop.wait()
+            server.should_exit = True
+
+        tg.start_soon(stopper)
+        try:
+            await server.serve(sockets=list(sockets))
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def _serve_hypercorn(app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str) -> None:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    config = Config()
+    config.bind = [f"fd://{os.dup(sock.fileno())}" for sock in sockets]  # hypercorn closes what it is given
+    config.loglevel = log_level.upper()
+    config.graceful_timeout = 30
+
+    async def trigger() -> None:
+        await stop.wait()
+        app.close_streams()
+
+    await serve(app, config, shutdown_trigger=trigger)  # type: ignore[arg-type]
+
+
+def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+    """Serve `app` with uvicorn until interrupted (Ctrl-C): the blocking one-liner."""
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError("serving HTTP needs uvicorn: pip install 'mcpgen[http]'") from exc
+
+    class Graceful(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            app.close_streams()
+            await super().shutdown(sockets)
+
+    Graceful(uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on")).run()

@@ -1,0 +1,101 @@
+"""Server processes for multi-process tests, started and awaited by what they print (no sleeps)."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def process(
+    command: list[str], ready: str, env: Mapping[str, str] | None = None, timeout: float = 60
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `command` until the block ends; enter once a line of its output contains `ready`."""
+    proc = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        bufsize=0,
+    )  # unbuffered: readline never reads past the line select() saw
+    assert proc.stdout is not None
+    seen: list[str] = []
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if not selector.select(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"{command[0]} did not print {ready!r} within {timeout} s: {''.join(seen)[-2000:]}")
+            line = proc.stdout.readline().decode(errors="replace")
+            if not line:
+                raise RuntimeError(f"{command} exited ({proc.wait()}): {''.join(seen)[-2000:]}")
+            seen.append(line)
+            if ready in line:
+                break
+        selector.close()
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A throw-away redis-server on a free port (skipped when the binary is missing, unless
+    MCPGEN_REQUIRE_REDIS is set, as CI sets it)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("MCPGEN_REQUIRE_REDIS"):
+            pytest.fail("redis-server is missing (CI installs it: apt-get install redis-server)")
+        pytest.skip("redis-server is not installed")
+    port = free_port()
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    with process(command, "Ready to accept connections"):
+        yield f"redis://127.0.0.1:{port}/0"
+
+
+@contextmanager
+def worker(target: str, env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """One uvicorn process serving `target` (FILE:ATTR) through the app factory; yields its URL."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "mcpgen.runtime.transport.http_serve:app_factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "info",
+    ]
+    with process(command, "Uvicorn running on", {"MCPGEN_SERVER": target, **(env or {})}):
+        yield f"http://127.0.0.1:{port}/mcp"
