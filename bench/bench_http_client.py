@@ -20,8 +20,8 @@ import anyio
 from _util import save, table
 
 HERE = Path(__file__).resolve().parent
-CALLS = 400
-RUNS = 3
+CALLS = 600
+RUNS = 5
 ERA_MODE = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
 
 
