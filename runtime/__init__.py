@@ -27,6 +27,8 @@ from .errors import (
     ProtocolError,
     RemoteProtocolError,
     RequestTimeout,
+    ResponseStreamLost,
+    SessionExpired,
     StructuredOutputError,
     UnsupportedProtocolVersion,
 )
@@ -34,7 +36,7 @@ from .features import Context, mcp_header
 from .mrtr import InputRequired, elicit, elicit_url, list_roots, sample
 from .registry import Protocol, VersionRegistry
 from .server import Elicited, RequestContext, Server
-from .transport import Connector, Transport, TransportContext, memory_pair, stdio, stdio_client, stdio_server
+from .transport import Connector, Transport, TransportContext, http, memory_pair, stdio, stdio_client, stdio_server
 
 # The era objects register themselves; they come last, once the modules they build on are loaded.
 from .eras import handshake as _handshake  # noqa: F401  isort: skip
@@ -71,7 +73,9 @@ __all__ = [
     "RemoteProtocolError",
     "RequestContext",
     "RequestTimeout",
+    "ResponseStreamLost",
     "Server",
+    "SessionExpired",
     "StructuredOutputError",
     "Subscription",
     "Transport",
@@ -80,6 +84,7 @@ __all__ = [
     "VersionRegistry",
     "elicit",
     "elicit_url",
+    "http",
     "list_roots",
     "mcp_header",
     "memory_pair",

@@ -1,12 +1,13 @@
-"""`mcpgen inspect` and `mcpgen call`: talk to a stdio server from the command line.
+"""`mcpgen inspect` and `mcpgen call`: talk to a server from the command line.
 
-    mcpgen inspect [--mode auto|legacy|VERSION] [--json] -- python server.py
-    mcpgen call TOOL [--args JSON] [--mode ...] [--json] [--answer FIELD=JSON ...] -- python server.py
+    mcpgen inspect [--mode auto|legacy|VERSION] [--json] -- python server.py     (stdio)
+    mcpgen inspect --url http://localhost:8000/mcp [--mode ...] [--json]        (Streamable HTTP)
+    mcpgen call TOOL [--args JSON] [--mode ...] [--json] [--answer FIELD=JSON ...] (--url URL | -- python server.py)
 
 Log messages and progress are shown on stderr as they arrive; a tool that asks for input is
 answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `cli_input`). A
-server that crashes, hangs or writes something other than JSON-RPC gets a one-line
-explanation and exit status 1, never a traceback.
+server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
+one-line explanation and exit status 1, never a traceback.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print one J
 _timeout_option = click.option(
     "--timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for each answer."
 )
+_url_option = click.option("--url", help="A Streamable HTTP server's URL (instead of a command after `--`).")
 
 
 _dump = to_wire
@@ -51,14 +53,28 @@ def _options(mode: str, timeout: float, answerer: Answerer | None = None, **more
     return {**options, **more}
 
 
-def _run(command: tuple[str, ...], work: Callable[[Client], Awaitable[Any]], options: dict[str, Any]) -> Any:
-    if not command:
-        raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`")
-
+def _client(command: tuple[str, ...], url: str | None, options: dict[str, Any]) -> Client:
+    """The client for a server command (stdio) or a URL (Streamable HTTP)."""
+    if url is not None and command:
+        raise click.UsageError("give either --url or a server command after `--`, not both")
+    if url is None and not command:
+        raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`, or --url URL")
     try:
-        client = Client(stdio(list(command), stderr=subprocess.DEVNULL), **options)
-    except (ValueError, TypeError) as exc:  # a bad --mode
+        if url is None:
+            return Client(stdio(list(command), stderr=subprocess.DEVNULL), **options)
+        from .transport.http_client import http
+
+        return Client(http(url, timeout=options["request_timeout"]), **options)
+    except (ValueError, TypeError) as exc:  # a bad --mode or URL
         raise click.UsageError(str(exc)) from None
+    except ImportError as exc:  # no httpx
+        raise click.ClickException(str(exc)) from None
+
+
+def _run(
+    command: tuple[str, ...], url: str | None, work: Callable[[Client], Awaitable[Any]], options: dict[str, Any]
+) -> Any:
+    client = _client(command, url, options)
 
     async def main() -> Any:
         async with client:
@@ -73,8 +89,10 @@ def _run(command: tuple[str, ...], work: Callable[[Client], Awaitable[Any]], opt
     except RequestTimeout as exc:
         bad = client.last_bad_frames
         hint = f"; it wrote {bad} line(s) that are not JSON" if bad else "; is it an MCP stdio server?"
-        raise click.ClickException(f"the server did not answer in time ({exc}){hint}") from None
-    except ConnectionClosed:
+        raise click.ClickException(f"the server did not answer in time ({exc}){hint if url is None else ''}") from None
+    except ConnectionClosed as exc:
+        if url is not None:
+            raise click.ClickException(f"no answer from {url}: {exc}") from None
         raise click.ClickException(
             "the server closed the connection (it crashed or exited); run the command by hand to see its errors"
         ) from None
@@ -91,12 +109,13 @@ def _run(command: tuple[str, ...], work: Callable[[Client], Awaitable[Any]], opt
 
 
 @click.command(context_settings={"ignore_unknown_options": True})
+@_url_option
 @_mode_option
 @_json_option
 @_timeout_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
-    """Connect to a stdio server and list what it offers."""
+def inspect(url: str | None, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
+    """Connect to a server (stdio command or --url) and list what it offers."""
 
     async def work(client: Client) -> dict[str, Any]:
         caps = client.server_capabilities
@@ -125,7 +144,7 @@ def inspect(mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) 
                     report[key] = []
         return report
 
-    report = _run(command, work, _options(mode, timeout))
+    report = _run(command, url, work, _options(mode, timeout))
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -179,6 +198,7 @@ def _type_name(prop: Any) -> str:
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("tool")
 @click.option("--args", "arguments", default="{}", help="The tool's arguments as a JSON object.")
+@_url_option
 @_mode_option
 @_json_option
 @_timeout_option
@@ -194,6 +214,7 @@ def _type_name(prop: Any) -> str:
 def call(  # noqa: PLR0913 - one parameter per command-line option
     tool: str,
     arguments: str,
+    url: str | None,
     mode: str,
     as_json: bool,
     timeout: float,
@@ -205,7 +226,7 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
     roots: tuple[str, ...],
     command: tuple[str, ...],
 ) -> None:
-    """Call one tool of a stdio server and print its result."""
+    """Call one tool of a server (stdio command or --url) and print its result."""
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
@@ -218,7 +239,7 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
         return _dump(await client.call_tool(tool, parsed, progress=show_progress))
 
     options = _options(mode, timeout, answerer, log_level=log_level, roots=list(roots) or None)
-    result = _run(command, work, options)
+    result = _run(command, url, work, options)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

@@ -192,6 +192,16 @@ class ConnectionClosed(McpRuntimeError):
     """The transport closed while a request was pending, or before a call was made."""
 
 
+class SessionExpired(ConnectionClosed):
+    """Streamable HTTP, handshake era: the server no longer knows our session (HTTP 404); the
+    client starts a new session and retries the call once."""
+
+
+class ResponseStreamLost(ConnectionClosed):
+    """Streamable HTTP, modern era: the response stream of a request broke before its answer, and
+    such streams cannot be resumed; the client issues the request again (once) with a new id."""
+
+
 class NegotiationError(McpRuntimeError):
     """No protocol version both sides support, or the peer broke the handshake."""
 
@@ -279,7 +289,9 @@ __all__ = [
     "ProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "ResponseStreamLost",
     "SchemaDefinedError",
+    "SessionExpired",
     "StructuredOutputError",
     "UnsupportedProtocolVersion",
     "UrlElicitationRequired",

@@ -40,7 +40,7 @@ from .errors import (
     RemoteProtocolError,
     RequestTimeout,
 )
-from .transport.base import Frame, Inbound, Oversized, ReplyRoute, Transport, TransportContext
+from .transport.base import Failure, Frame, Inbound, Oversized, ReplyRoute, Transport, TransportContext
 from .worker import OrderedWorker
 
 log = logging.getLogger("mcpgen.runtime")
@@ -285,6 +285,9 @@ class Session:
         if isinstance(item, Oversized):
             await self._on_oversized(item)
             return
+        if isinstance(item, Failure):
+            self._on_failure(item)
+            return
         data, context = (item.data, item.context or self.context) if isinstance(item, Frame) else (item, self.context)
         if len(data) > self.max_message_bytes:
             await self._on_oversized(Oversized(len(data), self.max_message_bytes, data[:1024], context))
@@ -327,6 +330,14 @@ class Session:
         message = f"message too large: over {item.limit} bytes"
         reply = wire.error(request_id if is_request else None, INVALID_REQUEST, message, {"limit": item.limit})
         await self._reply_quietly(reply, context.reply)
+
+    def _on_failure(self, failure: Failure) -> None:
+        """The transport could not get our call an answer: fail the call with its reason."""
+        error = failure.error
+        if not self.calls.fail(
+            failure.request_id, error if isinstance(error, McpRuntimeError) else ConnectionClosed(str(error))
+        ):
+            log.debug("ignored a transport failure for unknown or finished request %r", failure.request_id)
 
     async def _start(self, request: wire.Request, context: TransportContext) -> None:
         if request.id in self._in_flight:

@@ -1,7 +1,8 @@
 """The client: connect, negotiate a protocol version, and call what the server offers.
 
     async with Client(["python", "server.py"]) as client:     # stdio; or Client(stdio([...], env=...)),
-        print(client.protocol_version, client.server_info)   # Client(transport), Client(connector)
+        print(client.protocol_version, client.server_info)   # Client("https://host/mcp", auth=...),
+                                                             # Client(transport), Client(connector)
         async for tool in client.tools():
             ...
         result = await client.call_tool("add", {"a": 1, "b": 2})
@@ -28,7 +29,16 @@ from pydantic import BaseModel, ValidationError
 from .. import eras, wire
 from ..capabilities import gate_allows, merge_capabilities, missing_paths
 from ..correlation import ProgressCallback
-from ..errors import CapabilityError, ConnectionClosed, InputError, InvalidParams, RemoteProtocolError
+from ..errors import (
+    CapabilityError,
+    ConnectionClosed,
+    InputError,
+    InvalidParams,
+    RemoteProtocolError,
+    ResponseStreamLost,
+    SessionExpired,
+    UnsupportedProtocolVersion,
+)
 from ..registry import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -56,15 +66,20 @@ DEFAULT_CLIENT_INFO = {"name": "mcpgen", "version": "0.1.0"}
 Target = Transport | Connector | Sequence[str] | str
 
 
-def connector_for(target: Target) -> Transport | Connector:
-    """What `Client(target)` connects through: a transport, a connector, a command list or a URL."""
+def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
+    """What `Client(target)` connects through: a transport, a connector, a command list or a URL
+    (Streamable HTTP; `auth` is an `httpx.Auth` for it)."""
+    if isinstance(target, str) and target.startswith(("http://", "https://")):
+        from ..transport.http_client import http
+
+        return http(target, auth=auth)
+    if auth is not None:
+        raise TypeError("auth= applies to a server URL; give it to the connector instead, e.g. http(url, auth=...)")
     if isinstance(target, Transport):
         return target
     if not isinstance(target, (str, Sequence)):
         return target
     if isinstance(target, str):
-        if target.startswith(("http://", "https://")):
-            raise ValueError(f"Client({target!r}): Streamable HTTP is not supported yet; use a stdio command")
         raise TypeError(
             f"Client({target!r}): a server command is a list of arguments, e.g. Client({target.split()!r}); "
             'a remote server is a URL, e.g. Client("http://localhost:8000/mcp")'
@@ -80,6 +95,8 @@ class Client(Calls):
         server: Target,
         *,
         mode: str = "auto",
+        auth: Any = None,
+        accept_older: bool = False,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
         registry: VersionRegistry | ModuleType | None = None,
@@ -114,7 +131,8 @@ class Client(Calls):
         check_callback("on_resource_updated", on_resource_updated, 1)
         check_callback("on_log", on_log, 3)
         self.mode = mode
-        self.target = connector_for(server)
+        self.accept_older = accept_older
+        self.target = connector_for(server, auth=auth)
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
         self._capability_overrides = capabilities
         self.request_timeout = request_timeout
@@ -144,6 +162,8 @@ class Client(Calls):
         self.server_capabilities: dict[str, Any] | None = None
         self.instructions: str | None = None
         self._stack: AsyncExitStack | None = None
+        self._renewal: anyio.Lock | None = None
+        self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)
         self.last_bad_frames = 0  # non-JSON lines the server wrote on the last connection
 
     # -- state -----------------------------------------------------------------------------------
@@ -219,6 +239,7 @@ class Client(Calls):
             stack.callback(tg.cancel_scope.cancel)
             await tg.start(session.run)
             self._session = session
+            self._renewal = anyio.Lock()
             await self._connect()
         except BaseException:
             if session is not None:
@@ -252,6 +273,9 @@ class Client(Calls):
             self.server_capabilities = caps if isinstance(caps, dict) else {}
             instructions = answer.get("instructions")
             self.instructions = instructions if isinstance(instructions, str) else None
+            agreed = answer.get("protocolVersion")
+            if isinstance(agreed, str) and agreed != adopted.version:
+                log.warning("the server speaks protocol %s; talking to it with %s messages", agreed, adopted.version)
             meta = answer.get("_meta")
             info = answer.get("serverInfo", meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None)
             self.server_info = info if isinstance(info, dict) else None
@@ -289,8 +313,28 @@ class Client(Calls):
 
         Fails before sending (`CapabilityError`) if the method is not ours to send or the server
         did not advertise the capability that gates it, and (`InvalidParams`) if the params do
-        not validate.
+        not validate. Sent once more, after the fix, when the server ended the session
+        (`SessionExpired`: a new session first) or refused the version (`UnsupportedProtocolVersion`
+        listing another version of the same era).
         """
+        sessions = self._sessions
+        try:
+            return await self._request(method, params, timeout, progress, resolve_input)
+        except SessionExpired:
+            await self._new_session(sessions)
+        except UnsupportedProtocolVersion as exc:
+            if not self._switch_version(exc):
+                raise
+        return await self._request(method, params, timeout, progress, resolve_input)
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | BaseModel | None,
+        timeout: Timeout,
+        progress: ProgressCallback | None,
+        resolve_input: bool,
+    ) -> Any:
         spec = self.spec(method)
         era = self.session.era
         assert era is not None
@@ -316,6 +360,26 @@ class Client(Calls):
             result = await self.inputs.drive(spec, body, result, send)
         return result
 
+    async def _new_session(self, sessions: int) -> None:
+        """The server ended the session: negotiate a new one (once, however many calls noticed)."""
+        assert self._renewal is not None
+        async with self._renewal:
+            if self._sessions != sessions:
+                return  # another call renewed it already
+            log.info("the server ended the session; starting a new one")
+            await self._connect()
+            self._sessions += 1
+
+    def _switch_version(self, refusal: UnsupportedProtocolVersion) -> bool:
+        """Adopt the newest version the refusal lists that we support, if it is of the same era."""
+        current = self.protocol_version
+        choice = self.registry.newest_mutual(refusal.supported, self.versions)
+        if choice is None or self.registry.era(choice) != self.registry.era(current):
+            return False
+        log.info("the server refused protocol %s; using %s", current, choice)
+        self.session.version = choice
+        return True
+
     def _check_gate(self, spec: Any, body: Mapping[str, Any] | None) -> None:
         gate = spec.capability
         if gate is None or gate.side not in ("server", "receiver") or self.server_capabilities is None:
@@ -329,7 +393,11 @@ class Client(Calls):
     async def _send(
         self, spec: Any, body: dict[str, Any] | None, timeout: Timeout, progress: ProgressCallback | None
     ) -> Any:
-        raw = await self.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+        try:
+            raw = await self.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+        except ResponseStreamLost as exc:  # the request is lost with its stream: issue it again, with a new id
+            log.info("%s; sending %s again", exc, spec.method)
+            raw = await self.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
         try:
             return spec.parse_result(raw)
         except (ValidationError, ValueError) as exc:

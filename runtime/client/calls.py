@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 from .. import wire
 from ..capabilities import has_capability
 from ..correlation import ProgressCallback
-from ..errors import McpError, PaginationError, StructuredOutputError
+from ..errors import HeaderMismatch, McpError, PaginationError, StructuredOutputError
 from ..schema_check import SchemaCheck
 from ..session import DEFAULT, Timeout
 
@@ -177,13 +177,24 @@ class Calls(abc.ABC):
         resolve_input: bool = True,
     ) -> CallToolResult | InputRequiredResult:
         """Call a tool; input the server asks for is answered by this client's handlers (with
-        `resolve_input=False`, an `InputRequiredResult` comes back for you to answer, see `retry`)."""
+        `resolve_input=False`, an `InputRequiredResult` comes back for you to answer, see `retry`).
+
+        Over HTTP some arguments travel in headers too, as the tool's listing says; a server that
+        finds them missing or stale (`HeaderMismatch`) gets the tool list read again and the call
+        once more."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        result = await self.request(
-            "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
-        )
+        try:
+            result = await self.request(
+                "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
+            )
+        except HeaderMismatch:
+            async for _ in self.tools():  # what the transport mirrors into headers comes from the listing
+                pass
+            result = await self.request(
+                "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
+            )
         if self.output_schemas is not None:
             await self.output_schemas.check(name, result)
         return cast("CallToolResult | InputRequiredResult", result)

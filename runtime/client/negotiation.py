@@ -4,12 +4,14 @@ Modes: `"auto"` probes `server/discover` with the newest modern version and take
 mutual version from the `DiscoverResult` (or from the `supported` list of a -32022 error, then
 probes again); a recognised modern error never falls back; anything else, or no answer,
 means a handshake-era server: fall back to `initialize`. `"legacy"` runs the handshake directly
-(accepting a counter-offer only if we support it); a version string pins that version (a
+(accepting a counter-offer only if we support it, or with `accept_older` an older handshake-era
+one, spoken with our oldest handshake tables); a version string pins that version (a
 modern pin sends nothing; a handshake-era pin runs `initialize` for exactly that version).
 
 Start-up time does not count against the probe: on a pipe the probe goes out with a `ping`
 (the one request a handshake-era server answers before `initialize`), and the probe's clock
-starts only once the server has answered something. A discover answer that arrives after the
+starts only once the server has answered something. Over HTTP every POST gets an answer (a
+legacy server's is an error status), so the probe waits for it. A discover answer that arrives after the
 fallback `initialize` was sent, but before its answer, is still adopted: a server that speaks
 the modern era is never downgraded.
 """
@@ -17,6 +19,7 @@ the modern era is never downgraded.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +44,9 @@ if sys.version_info < (3, 11):  # pragma: no cover
 
 if TYPE_CHECKING:
     from . import Client
+
+
+_DATED = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class Negotiation:
     versions: Sequence[str]
     mode: str
     probed: list[str] = field(default_factory=list)
+    accept_older: bool = False  # take an older handshake-era counter-offer (see `older_handshake`)
 
     def _newest(self, era: str) -> str | None:
         found = self.registry.newest_first(self.registry.of_era(era, self.versions))
@@ -148,21 +155,32 @@ class Negotiation:
             return Fail(reason, error)
         return self.fall_back(str(error))
 
+    def older_handshake(self, offered: object) -> str | None:
+        """With `accept_older`: the tables to speak an older handshake-era version with. A dated
+        version before every handshake version we have is of that era too (eras follow each other
+        in time), and later revisions of the era only add to the messages, so the oldest tables we
+        have serve it; the server's own version still goes in its HTTP header."""
+        ours = self.registry.newest_first(self.registry.handshake_versions(self.versions))
+        if not self.accept_older or not ours or not isinstance(offered, str) or not _DATED.match(offered):
+            return None
+        return ours[-1] if offered < ours[-1] else None
+
     def after_initialize(self, raw: Any, version: str, exact: bool) -> Step:
         offered = raw.get("protocolVersion") if isinstance(raw, dict) else None
         acceptable = [version] if exact else self.registry.handshake_versions(self.versions)
-        if offered not in acceptable:
+        tables = offered if offered in acceptable else None if exact else self.older_handshake(offered)
+        if tables is None:
             return Fail(
                 f"the server answered initialize with protocol version {offered!r}; this client supports {acceptable}"
             )
-        assert isinstance(offered, str) and isinstance(raw, dict)
-        spec = self.registry.spec(offered, "initialize")
+        assert isinstance(raw, dict)
+        spec = self.registry.spec(tables, "initialize")
         try:
             assert spec is not None
             spec.parse_result(raw)
         except ValidationError as exc:
             return Fail(f"invalid initialize result: {validation_detail(exc)}")
-        return Adopt(offered, raw)
+        return Adopt(tables, raw)
 
 
 # -- the driver ----------------------------------------------------------------------------------
@@ -170,7 +188,7 @@ class Negotiation:
 
 async def negotiate(client: Client) -> Adopt:
     """Run the negotiation on the client's session; the adopted version and the server's answer."""
-    plan = Negotiation(client.registry, client.versions, client.mode)
+    plan = Negotiation(client.registry, client.versions, client.mode, accept_older=client.accept_older)
     step = plan.start()
     while True:
         if isinstance(step, Adopt):
@@ -217,9 +235,9 @@ class _Probe:
             if needs_liveness:
                 await probe_sent.wait()  # the probe goes first: some servers pick their era by the first message
                 tg.start_soon(self._ping)
-            deadline = anyio.current_time() + (
-                self.client.startup_timeout if needs_liveness else self.client.probe_timeout
-            )
+            # HTTP answers every POST (a legacy server with an error status): no silence to time out on,
+            # so a slow answer under load is waited for instead of read as a legacy server.
+            deadline = anyio.current_time() + self.client.startup_timeout
             step = await self._decide(tg, deadline)
             tg.cancel_scope.cancel()
         return step
@@ -235,7 +253,7 @@ class _Probe:
                 if step is not None:
                     return step
                 continue
-            step = self.plan.fall_back(f"no answer to server/discover within {self.client.probe_timeout} s")
+            step = self.plan.fall_back("no answer to server/discover in time")
             if not isinstance(step, Initialize):
                 return step
             self.fallback = step

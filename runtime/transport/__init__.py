@@ -1,4 +1,4 @@
-"""Transports: where messages come from and go to (memory, stdio; Streamable HTTP in `http`)."""
+"""Transports: where messages come from and go to (memory, stdio, Streamable HTTP client)."""
 
 from .base import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -10,6 +10,7 @@ from .base import (
     Transport,
     TransportContext,
 )
+from .http_client import Http, http
 from .memory import memory_pair
 from .stdio import LineSplitter, Stdio, stdio, stdio_client, stdio_server
 
@@ -17,6 +18,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "Connector",
     "Frame",
+    "Http",
     "Inbound",
     "LineSplitter",
     "Oversized",
@@ -24,6 +26,7 @@ __all__ = [
     "Stdio",
     "Transport",
     "TransportContext",
+    "http",
     "memory_pair",
     "stdio",
     "stdio_client",

@@ -59,7 +59,17 @@ class Oversized:
     context: TransportContext | None = None
 
 
-Inbound: TypeAlias = "bytes | Frame | Oversized"
+@dataclass(frozen=True)
+class Failure:
+    """The transport could not get an answer to our request `request_id` (a request-scoped
+    transport: an HTTP error, a broken response stream, an expired session): the call fails
+    with `error` instead of waiting for a response that will never come."""
+
+    request_id: str | int
+    error: Exception
+
+
+Inbound: TypeAlias = "bytes | Frame | Oversized | Failure"
 HEAD_BYTES = 1024  # how much of an oversized message is kept to find its id
 
 
