@@ -197,7 +197,7 @@ def test_wheel_contents_and_dependencies(dist: Path) -> None:
     unconditional = {
         r.split(";")[0].split(">")[0].split("=")[0].split("<")[0].strip() for r in requires if ";" not in r
     }
-    assert unconditional == {"pydantic", "typing_extensions", "anyio", "click", "jsonschema"}
+    assert unconditional == {"pydantic", "typing_extensions", "anyio", "click", "jsonschema", "fastjsonschema"}
     codegen = [r for r in requires if 'extra == "codegen"' in r]
     assert {r.split("=")[0].split(">")[0] for r in codegen} == {"datamodel-code-generator", "black", "jinja2"}
 
