@@ -52,6 +52,7 @@ from ..registry import (
 )
 from ..session import DEFAULT, Timeout
 from ..transport.base import Connector, Transport
+from ..transport.memory import InProcess, Servable
 from ..transport.stdio import stdio
 from ..worker import call
 from .calls import Calls, OutputSchemas
@@ -63,12 +64,12 @@ from .subscriptions import Event, ListenRequest, Subscription
 log = logging.getLogger("mcpgen.runtime.client")
 
 DEFAULT_CLIENT_INFO = {"name": "mcpgen", "version": "0.1.0"}
-Target = Transport | Connector | Sequence[str] | str
+Target = Transport | Connector | Servable | Sequence[str] | str
 
 
 def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
-    """What `Client(target)` connects through: a transport, a connector, a command list or a URL
-    (Streamable HTTP; `auth` is an `httpx.Auth` for it)."""
+    """What `Client(target)` connects through: a transport, a connector, a `Server` (served in this
+    process), a command list (stdio) or a URL (Streamable HTTP; `auth` is an `httpx.Auth` for it)."""
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         from ..transport.http_client import http
 
@@ -77,7 +78,9 @@ def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
         raise TypeError("auth= applies to a server URL; give it to the connector instead, e.g. http(url, auth=...)")
     if isinstance(target, Transport):
         return target
-    if not isinstance(target, (str, Sequence)):
+    if isinstance(target, Servable) and not isinstance(target, Connector):
+        return InProcess(target)  # a Server: served in this process for the client's lifetime
+    if isinstance(target, Connector):
         return target
     if isinstance(target, str):
         raise TypeError(

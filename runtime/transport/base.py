@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
@@ -87,6 +87,7 @@ class Transport:
         await self.receive.aclose()
 
 
+@runtime_checkable
 class Connector(Protocol):
     """Something a client connects through: `connect()` opens a transport for the connection's
     lifetime (`stdio([...])`, `http(url)`)."""

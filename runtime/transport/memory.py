@@ -1,8 +1,12 @@
-"""Two connected transports in one process (tests, embedding)."""
+"""Two connected transports in one process (tests, embedding), and a server reached that way."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import anyio
 
@@ -21,3 +25,29 @@ def memory_pair(
         Transport(a_receive, a_send, max_message_bytes, context),
         Transport(b_receive, b_send, max_message_bytes, context),
     )
+
+
+@runtime_checkable
+class Servable(Protocol):
+    """Anything that serves a transport until it closes (a `Server`)."""
+
+    async def serve(self, transport: Transport) -> None: ...
+
+
+@dataclass(frozen=True)
+class InProcess:
+    """A server in this process, reached through a memory pair: `Client(server)`. The server
+    serves the connection on a task of its own for as long as the client is connected."""
+
+    server: Servable
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[Transport]:
+        client_end, server_end = memory_pair(self.max_message_bytes)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.server.serve, server_end)
+            try:
+                yield client_end
+            finally:
+                await client_end.aclose()  # the server's session ends, and with it its task

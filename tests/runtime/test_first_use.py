@@ -201,3 +201,14 @@ def test_tools_declare_the_scopes_a_caller_needs() -> None:
     assert server.scopes_for({**call, "params": {"name": "read"}}) == frozenset()
     assert server.scopes_for({**call, "params": {"name": "nope"}}) == frozenset()
     assert server.scopes_for({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) == frozenset()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_server_object_is_served_in_process_for_the_clients_lifetime(mode: str) -> None:
+    server = make_server()
+    async with Client(server, mode=mode) as client:
+        assert (await client.call_tool("good")).structured_content == {"square_metres": 2.5}
+        assert len(server.sessions) == 1
+    with anyio.fail_after(10):
+        while server.sessions:
+            await anyio.sleep(0.01)
