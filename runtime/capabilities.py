@@ -28,6 +28,8 @@ def gate_allows(capabilities: Mapping[str, Any] | None, gate: Gate, params: Mapp
     except that a capability object naming none of the refinements declares the default one
     (`elicitation: {}` means form mode only).
     """
+    if gate.param is None and not gate.param_requires:  # the common gate: one path
+        return has_capability(capabilities, gate.path)
     return not missing_paths(capabilities, gate, params)
 
 

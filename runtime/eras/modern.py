@@ -52,10 +52,10 @@ class ModernEra(Era):
 
     def claim(self, call: Call, router: Router) -> str | Rejection | None:
         header = call.headers.get(http_headers.PROTOCOL_VERSION) if call.headers is not None else None
-        registry = router.registry
-        handshake_header = header in registry.supported and registry.era(header) == HANDSHAKE
-        if PROTOCOL_VERSION_KEY not in call.meta and (header is None or handshake_header):
-            return None
+        if PROTOCOL_VERSION_KEY not in call.meta:
+            registry = router.registry
+            if header is None or (header in registry.supported and registry.era(header) == HANDSHAKE):
+                return None
         missing = [key for key in REQUIRED_META if key not in call.meta]
         if missing:
             return Rejection(INVALID_PARAMS, f"a modern request needs _meta {', '.join(repr(k) for k in missing)}")
