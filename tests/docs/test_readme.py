@@ -95,39 +95,45 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def run_sh(block: Block, env: dict[str, str], servers: list[subprocess.Popen[bytes]]) -> None:
+    where = f"README.md line {block.line}"
+    for line in commands(block.code):
+        if line.startswith(ENVIRONMENT):
+            continue
+        if line.endswith("&"):
+            port = re.search(r"--port[ =](\d+)", line)
+            assert port, f"{where}: a background server names its --port"
+            argv = shlex.split(line[:-1])
+            servers.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            wait_for_port(int(port.group(1)), servers[-1])
+            continue
+        done = subprocess.run(line, check=False, shell=True, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{where}: `{line}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+
+
+def run_python(block: Block, namespace: dict[str, Any]) -> None:
+    result = eval(compile_block(block), namespace)  # top-level await makes a coroutine
+    if result is not None:
+        anyio.run(lambda: result)
+
+
 def test_every_readme_block_runs(project: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     source = (REPO / ".schema-source").read_text().strip() if (REPO / ".schema-source").is_file() else None
     env.setdefault("MCPGEN_SCHEMA_SOURCE", source or str(REPO.parent / "shared" / "mcp-schema"))
-    os.environ.setdefault("MCPGEN_SCHEMA_SOURCE", env["MCPGEN_SCHEMA_SOURCE"])
     namespace: dict[str, Any] = {"__name__": "__readme__"}
     servers: list[subprocess.Popen[bytes]] = []
     ran = 0
     try:
         for block in blocks():
-            where = f"README.md line {block.line}"
             if block.lang == "toml":
                 tomllib.loads(block.code)
             elif block.lang == "python" and "file" in block.attrs:
                 (project / block.attrs["file"]).write_text(block.code, encoding="utf-8")
             elif block.lang == "python":
-                code = compile_block(block)
-                result = eval(code, namespace)  # top-level await makes a coroutine
-                if result is not None:
-                    anyio.run(lambda result=result: result)
+                run_python(block, namespace)
             elif block.lang == "sh":
-                for line in commands(block.code):
-                    if line.startswith(ENVIRONMENT):
-                        continue
-                    if line.endswith("&"):
-                        port = re.search(r"--port[ =](\d+)", line)
-                        assert port, f"{where}: a background server names its --port"
-                        argv = shlex.split(line[:-1])
-                        servers.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-                        wait_for_port(int(port.group(1)), servers[-1])
-                        continue
-                    done = subprocess.run(line, shell=True, env=env, capture_output=True, text=True, timeout=300)
-                    assert done.returncode == 0, f"{where}: `{line}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+                run_sh(block, env, servers)
             else:
                 continue
             ran += 1
