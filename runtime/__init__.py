@@ -5,6 +5,7 @@ from mcpgen.runtime import Server, Client, RequestContext
 
 from .client import Client, Event, Subscription
 from .errors import (
+    AuthError,
     CapabilityError,
     ConnectionClosed,
     ElicitationError,
@@ -43,6 +44,7 @@ from .eras import handshake as _handshake  # noqa: F401  isort: skip
 from .eras import modern as _modern  # noqa: F401  isort: skip
 
 __all__ = [
+    "AuthError",
     "CapabilityError",
     "Client",
     "ConnectionClosed",

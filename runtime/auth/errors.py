@@ -8,11 +8,8 @@ HTTP 401 with a `WWW-Authenticate` challenge.
 
 from __future__ import annotations
 
-from ..errors import McpRuntimeError
-
-
-class AuthError(McpRuntimeError):
-    """Base of every authorization error."""
+# The root lives with the runtime's other errors: catching it needs no import of this package.
+from ..errors import AuthError as AuthError
 
 
 class DiscoveryError(AuthError):

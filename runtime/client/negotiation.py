@@ -8,6 +8,9 @@ means a handshake-era server: fall back to `initialize`. `"legacy"` runs the han
 one, spoken with our oldest handshake tables); a version string pins that version (a
 modern pin sends nothing; a handshake-era pin runs `initialize` for exactly that version).
 
+A failed authorization (`AuthError`, over HTTP) ends the negotiation at once: the server
+answered, but only to say who may talk to it, so no fallback is tried.
+
 Start-up time does not count against the probe: on a pipe the probe goes out with a `ping`
 (the one request a handshake-era server answers before `initialize`), and the probe's clock
 starts only once the server has answered something. Over HTTP every POST gets an answer (a
@@ -30,6 +33,7 @@ from pydantic import ValidationError
 
 from ..errors import (
     MODERN_ERROR_CODES,
+    AuthError,
     ConnectionClosed,
     McpError,
     McpRuntimeError,
@@ -286,8 +290,8 @@ class _Probe:
             params = {"_meta": self.client.request_meta(self.version)}
             raw = await session.send_request("server/discover", params, sent=probe_sent)
             await self.events.send(("discover", raw))
-        except ConnectionClosed:
-            raise
+        except (ConnectionClosed, AuthError):
+            raise  # a server we may not use tells us nothing about its era: no fallback
         except McpRuntimeError as exc:
             await self.events.send(("discover-error", exc))
 
@@ -304,7 +308,7 @@ class _Probe:
         try:
             raw = await self.client.session.send_request("initialize", self.client.initialize_params(step.version))
             await self.events.send(("initialize", raw))
-        except (ConnectionClosed, RequestTimeout):
-            raise  # no answer to initialize either: the caller hears why
+        except (ConnectionClosed, RequestTimeout, AuthError):
+            raise  # no answer to initialize either (or no authorization for it): the caller hears why
         except McpRuntimeError as exc:
             await self.events.send(("initialize-error", exc))
