@@ -9,7 +9,7 @@ HTTP 401 with a `WWW-Authenticate` challenge.
 from __future__ import annotations
 
 # The root lives with the runtime's other errors: catching it needs no import of this package.
-from ..errors import AuthError as AuthError
+from ..errors import AuthError
 
 
 class DiscoveryError(AuthError):
@@ -100,3 +100,19 @@ class InvalidToken(AuthError):
 class VerifierUnavailable(AuthError):
     """Server side: the token could not be checked right now (the JWKS or introspection endpoint is
     unreachable or failing). The middleware answers 503, not 401: the token may well be good."""
+
+
+__all__ = [
+    "AuthError",
+    "AuthorizationLimitExceeded",
+    "AuthorizationResponseError",
+    "DiscoveryError",
+    "InvalidToken",
+    "IssuerMismatchError",
+    "MissingExtraError",
+    "RegistrationError",
+    "ResourceMismatchError",
+    "TokenRequestError",
+    "UnsupportedServerError",
+    "VerifierUnavailable",
+]
