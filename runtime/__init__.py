@@ -6,6 +6,7 @@ from mcpgen.runtime import Server, Client, RequestContext
 from .client import Client, Event, Subscription
 from .errors import (
     AuthError,
+    AuthorizationRequired,
     CapabilityError,
     ConnectionClosed,
     ElicitationError,
@@ -45,6 +46,7 @@ from .eras import modern as _modern  # noqa: F401  isort: skip
 
 __all__ = [
     "AuthError",
+    "AuthorizationRequired",
     "CapabilityError",
     "Client",
     "ConnectionClosed",

@@ -214,6 +214,17 @@ class AuthError(McpRuntimeError):
     caller as it is: a negotiating client never reads it as "an older server"."""
 
 
+class AuthorizationRequired(AuthError):
+    """Streamable HTTP: the server refused a request for want of authorization (HTTP 401), or of
+    scope (403 `insufficient_scope`), and the client had no authorization flow that could fix it.
+    `status` is the HTTP status, `challenge` the `WWW-Authenticate` header (if any)."""
+
+    def __init__(self, message: str, *, status: int, challenge: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.challenge = challenge
+
+
 class CapabilityError(McpRuntimeError):
     """A call the peer's (or our own) capabilities do not allow; nothing was sent."""
 

@@ -26,6 +26,7 @@ from .challenge import Challenge, format_challenge, parse_www_authenticate
 from .errors import (
     AuthError,
     AuthorizationLimitExceeded,
+    AuthorizationRequired,
     AuthorizationResponseError,
     DiscoveryError,
     InvalidToken,
@@ -55,6 +56,7 @@ __all__ = [
     "AuthError",
     "AuthInfo",
     "AuthorizationLimitExceeded",
+    "AuthorizationRequired",
     "AuthorizationResponseError",
     "AuthorizationServerMetadata",
     "BearerAuthMiddleware",

@@ -9,7 +9,7 @@ HTTP 401 with a `WWW-Authenticate` challenge.
 from __future__ import annotations
 
 # The root lives with the runtime's other errors: catching it needs no import of this package.
-from ..errors import AuthError
+from ..errors import AuthError, AuthorizationRequired
 
 
 class DiscoveryError(AuthError):
@@ -105,6 +105,7 @@ class VerifierUnavailable(AuthError):
 __all__ = [
     "AuthError",
     "AuthorizationLimitExceeded",
+    "AuthorizationRequired",
     "AuthorizationResponseError",
     "DiscoveryError",
     "InvalidToken",

@@ -17,8 +17,10 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from dataclasses import dataclass
 
+import anyio
 import httpx
 
+from ..transport.base import AUTHORIZING_EXTENSION
 from ._util import LoopLock, canonical_resource, origin, resource_covers, split_scopes, union_scopes
 from .challenge import first_with, parse_www_authenticate
 from .discovery import discover_authorization_server, discover_resource_metadata, legacy_authorization_server
@@ -164,7 +166,29 @@ class OAuthFlow(httpx.Auth):
                     scopes=challenge.scopes,
                 )
             authorizations += 1
-            tokens = await self._reauthorize(challenge, tokens, revision, first=authorizations == 1)
+            tokens = await self._authorize_held(request, challenge, tokens, revision, first=authorizations == 1)
+
+    async def _authorize_held(
+        self,
+        request: httpx.Request,
+        challenge: AuthChallenge,
+        failed: TokenSet | None,
+        revision: str | None,
+        *,
+        first: bool,
+    ) -> TokenSet:
+        """`_reauthorize`, telling the MCP transport (when it asked, through the request's
+        `mcpgen.authorizing` extension) that the request is held up meanwhile: the user's time at
+        the authorization server does not count against the call's timeout."""
+        notify = request.extensions.get(AUTHORIZING_EXTENSION)
+        if notify is None:
+            return await self._reauthorize(challenge, failed, revision, first=first)
+        await notify(True)
+        try:
+            return await self._reauthorize(challenge, failed, revision, first=first)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await notify(False)
 
     def _authenticate(self, request: httpx.Request, tokens: TokenSet | None) -> None:
         request.headers.pop("Authorization", None)

@@ -69,7 +69,21 @@ class Failure:
     error: Exception
 
 
-Inbound: TypeAlias = "bytes | Frame | Oversized | Failure"
+@dataclass(frozen=True)
+class Authorizing:
+    """Our request `request_id` is held up by an authorization (a user signing in at the
+    authorization server, tokens being fetched), not by the peer: its timeout stops while
+    `active`, and starts again in full when the authorization ends."""
+
+    request_id: str | int
+    active: bool
+
+
+# The key of an httpx request extension under which the HTTP transport hands an authorization flow
+# `async callback(active: bool)`, called when the flow starts and ends authorizing that request.
+AUTHORIZING_EXTENSION = "mcpgen.authorizing"
+
+Inbound: TypeAlias = "bytes | Frame | Oversized | Failure | Authorizing"
 HEAD_BYTES = 1024  # how much of an oversized message is kept to find its id
 
 
