@@ -100,10 +100,11 @@ class Correlation:
         if pending is None or pending.authorizing == active:
             return
         pending.authorizing = active
+        now = anyio.current_time()
         if not active:
-            pending.resumed_at = anyio.current_time()
+            pending.resumed_at = now
         if pending.deadline is not None and pending.limit is not None:
-            pending.deadline.deadline = math.inf if active else anyio.current_time() + pending.limit
+            pending.deadline.deadline = math.inf if active else now + pending.limit
 
     def close(self, error: Callable[[str], McpRuntimeError]) -> None:
         for pending in self.pending.values():

@@ -301,6 +301,7 @@ class Session:
             return
         if isinstance(item, Authorizing):
             self.calls.authorizing(item.request_id, item.active)
+            item.applied.set()
             return
         data, context = (item.data, item.context or self.context) if isinstance(item, Frame) else (item, self.context)
         if len(data) > self.max_message_bytes:

@@ -17,7 +17,6 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Generator
 from dataclasses import dataclass
 
-import anyio
 import httpx
 
 from ..transport.base import AUTHORIZING_EXTENSION
@@ -187,8 +186,7 @@ class OAuthFlow(httpx.Auth):
         try:
             return await self._reauthorize(challenge, failed, revision, first=first)
         finally:
-            with anyio.CancelScope(shield=True):
-                await notify(False)
+            await notify(False)  # (cancelled: the call is over, nothing to restart)
 
     def _authenticate(self, request: httpx.Request, tokens: TokenSet | None) -> None:
         request.headers.pop("Authorization", None)

@@ -98,7 +98,10 @@ class Channel:
         if request_id is not None:
 
             async def authorizing(active: bool) -> None:
-                await self._put(Authorizing(request_id, active))
+                """Tell the session; return once it stopped (or restarted) the call's timeout."""
+                item = Authorizing(request_id, active)
+                if await self._put(item):
+                    await item.applied.wait()
 
             extensions[AUTHORIZING_EXTENSION] = authorizing
         for attempt in (1, 2):
@@ -246,11 +249,12 @@ class Channel:
             idle = 0 if parser.dispatched != seen else idle + 1
             await anyio.sleep(parser.retry / 1000 if parser.retry is not None else self.endpoint.reconnect_delay)
 
-    async def _put(self, item: Inbound) -> None:
+    async def _put(self, item: Inbound) -> bool:
         try:
             await self.inbox.send(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the session is gone
+            return False  # the session is gone
+        return True
 
     async def _fail(self, exchange: Exchange, error: Exception) -> None:
         await self._put(Failure(exchange.id, error))

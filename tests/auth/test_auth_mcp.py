@@ -12,9 +12,10 @@ expired, wrong-audience and wrongly signed tokens (401 with a challenge); the me
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 import httpx
@@ -98,6 +99,23 @@ async def test_the_first_request_authorizes_and_the_tool_sees_the_principal(mode
         assert len(authorizations) == 1
         assert authorizations[0].query["resource"] == site.url
         assert [f["resource"] for f in site.auth_server.grants("authorization_code")] == [site.url]
+
+
+async def test_time_spent_signing_in_does_not_count_against_the_calls_timeout() -> None:
+    held: list[tuple[str, bool, float]] = []
+    client: Client | None = None
+
+    class Watching(HeadlessRedirectHandler):
+        async def authorize(self, authorization_url: str) -> Mapping[str, str]:
+            assert client is not None
+            held.extend((p.method, p.authorizing, p.deadline.deadline) for p in client.session.calls.pending.values())
+            return await super().authorize(authorization_url)
+
+    async with deployed(make_server()) as site:
+        client = Client(site.url, auth=OAuth(redirect_handler=Watching()), request_timeout=30)
+        async with client:
+            await whoami(client)
+    assert held == [("server/discover", True, math.inf)]
 
 
 async def test_a_tool_that_needs_a_scope_triggers_step_up_with_the_union_of_scopes() -> None:
