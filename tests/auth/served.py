@@ -62,28 +62,32 @@ async def deployed(
     scopes_supported: list[str] | None = None,
     required_scopes: tuple[str, ...] = (),
     verifier: Callable[[AuthServer, str], TokenVerifier] = jwt_verifier,
+    protection: Callable[[str, str], ProtectedResource] | None = None,
     **auth_server_options: Any,
 ) -> AsyncIterator[Deployment]:
     """Serve `server` protected by a fresh authorization server (both on loopback ports) for the
-    body of the `async with`, in the running event loop."""
+    body of the `async with`, in the running event loop. The protection is built here from the
+    options, or by `protection(url, issuer)`."""
     as_sock, mcp_sock = bind("127.0.0.1", 0), bind("127.0.0.1", 0)
     auth_server = AuthServer(issuer=f"http://127.0.0.1:{as_sock.getsockname()[1]}", **auth_server_options)
     url = f"http://127.0.0.1:{mcp_sock.getsockname()[1]}/mcp"
-    checker = verifier(auth_server, url)
-    protection = ProtectedResource(
-        resource=url,
-        authorization_servers=[auth_server.issuer],
-        verifier=checker,
-        scopes_supported=scopes_supported,
-        required_scopes=required_scopes,
-    )
+    if protection is None:
+        guard = ProtectedResource(
+            resource=url,
+            authorization_servers=[auth_server.issuer],
+            verifier=verifier(auth_server, url),
+            scopes_supported=scopes_supported,
+            required_scopes=required_scopes,
+        )
+    else:
+        guard = protection(url, auth_server.issuer)
     stop = anyio.Event()
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: serve_http(Plain(auth_server.app), sockets=[as_sock], shutdown=stop))  # type: ignore[arg-type]
-            tg.start_soon(lambda: serve_http(server.http_app(auth=protection), sockets=[mcp_sock], shutdown=stop))
+            tg.start_soon(lambda: serve_http(server.http_app(auth=guard), sockets=[mcp_sock], shutdown=stop))
             try:
-                yield Deployment(url, auth_server, protection, checker)
+                yield Deployment(url, auth_server, guard, guard.verifier)
             finally:
                 stop.set()
     finally:

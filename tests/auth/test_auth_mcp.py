@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import sys
 import time
 from collections.abc import Generator, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -37,6 +39,7 @@ from served import Deployment, deployed
 
 pytestmark = pytest.mark.anyio
 V25, V26 = "2025-11-25", "2026-07-28"
+TYPING = Path(__file__).resolve().parents[1] / "typing"
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 
@@ -316,3 +319,18 @@ async def test_the_metadata_document_is_served_and_other_paths_stay_404() -> Non
             assert document["scopes_supported"] == ["notes:read"]
             assert (await http.post(f"{origin}/elsewhere", json={})).status_code == 404
             assert (await http.post(site.url, json={})).status_code == 401
+
+
+async def test_the_user_style_protected_server_and_client_run_as_written(tmp_path: Path) -> None:
+    sys.path.insert(0, str(TYPING))
+    try:
+        import user_auth  # type-checked strictly by .ci/typecheck, run here
+    finally:
+        sys.path.remove(str(TYPING))
+    async with deployed(user_auth.server, protection=user_auth.protection) as site:
+        token_file = str(tmp_path / "tokens.json")
+        for _ in range(2):  # the second time, the stored tokens serve: no sign-in
+            note = await user_auth.write_a_note(site.url, token_file, HeadlessRedirectHandler())
+            assert note == "user-1 noted hello"
+    scopes = [sorted(r.query.get("scope", "").split()) for r in site.auth_server.seen("/authorize")]
+    assert scopes == [["notes:read"], ["notes:read", "notes:write"]]
