@@ -10,6 +10,12 @@ the command line and do what the scenario named in the environment expects.
   one runs the handshake (`legacy`), the only lifecycle those mock servers know.
 - `MCP_CONFORMANCE_CONTEXT`: JSON some scenarios send (the tool calls to replay, credentials).
 
+An `auth/*` scenario protects the server with OAuth: the client gets the authorization flow the
+scenario is about (`auth_for`): authorization code + PKCE by default (pre-registered credentials
+when the context has them, this client's metadata document URL where the authorization server
+takes one, dynamic registration otherwise), or one of the machine-to-machine grants. The mock
+authorization servers redirect at once, so the redirect is read without a browser.
+
 It exits 0 when the scenario ran through, 1 with a one-line reason otherwise. Start-up stays cheap:
 the suite starts dozens of these at once.
 """
@@ -21,7 +27,7 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # This client runs on asyncio. httpcore imports trio whenever it is installed (a quarter of this
 # process's start-up): say it is not, since the suite starts dozens of these clients at once.
@@ -30,6 +36,9 @@ if "trio" not in sys.modules:
 
 import anyio
 from mcpgen.runtime import Client, VersionRegistry, wire
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("conformance-client")
 Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
@@ -163,12 +172,51 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# -- authorization -----------------------------------------------------------------------------
+
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"
+
+
+def auth_for(scenario: str, context: dict[str, Any]) -> httpx.Auth | None:
+    """The authorization flow an `auth/*` scenario expects of a client (None for the others)."""
+    if not scenario.startswith("auth/"):
+        return None
+    from mcpgen.runtime import auth
+
+    if scenario.startswith("auth/client-credentials"):
+        if "private_key_pem" in context:
+            key = auth.SigningKey.from_pem(context["private_key_pem"], context.get("signing_algorithm", "ES256"))
+            return auth.ClientCredentials(context["client_id"], signing_key=key)
+        return auth.ClientCredentials(context["client_id"], client_secret=context["client_secret"])
+    if scenario == "auth/enterprise-managed-authorization":
+        return auth.EnterpriseManaged(
+            id_token=context["idp_id_token"],
+            idp_token_endpoint=context["idp_token_endpoint"],
+            idp_client_id=context.get("idp_client_id"),
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+        )
+    if scenario == "auth/wif-jwt-bearer":
+        return auth.WorkloadIdentity(context["valid_jwt"], client_id=context.get("client_id"))
+    registered = None
+    if "client_id" in context:
+        registered = auth.ClientInfo(context["client_id"], context.get("client_secret"))
+    return auth.OAuth(
+        redirect_handler=auth.HeadlessRedirectHandler(REDIRECT_URI),
+        client=registered,
+        client_metadata_url=CLIENT_METADATA_URL,
+        client_name="mcpgen-conformance-client",
+    )
+
+
 async def run(url: str, scenario: str, version: str, context: dict[str, Any]) -> None:
     registry = VersionRegistry()
     mode = "auto" if version in registry.supported and registry.is_modern(version) else "legacy"
     client = Client(
         url,
         mode=mode,
+        auth=auth_for(scenario, context),
         accept_older=True,  # some mocks answer initialize with an older handshake-era version
         client_info={"name": "mcpgen-conformance-client", "version": "0.1.0"},
         roots=["file:///conformance"],

@@ -5,6 +5,8 @@ from mcpgen.runtime import Server, Client, RequestContext
 
 from .client import Client, Event, Subscription
 from .errors import (
+    AuthError,
+    AuthorizationRequired,
     CapabilityError,
     ConnectionClosed,
     ElicitationError,
@@ -43,6 +45,8 @@ from .eras import handshake as _handshake  # noqa: F401  isort: skip
 from .eras import modern as _modern  # noqa: F401  isort: skip
 
 __all__ = [
+    "AuthError",
+    "AuthorizationRequired",
     "CapabilityError",
     "Client",
     "ConnectionClosed",

@@ -8,6 +8,13 @@ Log messages and progress are shown on stderr as they arrive; a tool that asks f
 answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `cli_input`). A
 server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
 one-line explanation and exit status 1, never a traceback.
+
+With `--url`, a server that asks for authorization (HTTP 401 with a challenge) gets it by OAuth:
+the authorization URL opens in the browser (and is printed), the browser comes back to a loopback
+port, and the tokens (with the client's registration) are kept in `tokens.json` in mcpgen's
+configuration folder (`${XDG_CONFIG_HOME:-~/.config}/mcpgen` on Linux; owner-only), so the next
+command signs in without the browser until the tokens can no longer be refreshed. `--no-auth`
+never authorizes. Time spent signing in does not count against `--timeout`.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ import json
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -28,7 +36,19 @@ from .wire import to_wire
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
-from .errors import ConnectionClosed, McpError, McpRuntimeError, MethodNotFound, NegotiationError, RequestTimeout
+from .errors import (
+    AuthError,
+    AuthorizationRequired,
+    ConnectionClosed,
+    McpError,
+    McpRuntimeError,
+    MethodNotFound,
+    NegotiationError,
+    RequestTimeout,
+)
+
+if TYPE_CHECKING:
+    from .auth import OAuth, RedirectHandler
 
 _mode_option = click.option(
     "--mode", default="auto", show_default=True, help="auto, legacy, or a protocol version to pin."
@@ -38,6 +58,28 @@ _timeout_option = click.option(
     "--timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for each answer."
 )
 _url_option = click.option("--url", help="A Streamable HTTP server's URL (instead of a command after `--`).")
+_no_auth_option = click.option(
+    "--no-auth", is_flag=True, help="With --url: never authorize (a server that asks for OAuth is refused)."
+)
+
+
+def token_file() -> Path:
+    """Where the command line keeps OAuth tokens and client registrations (owner-only)."""
+    return Path(click.get_app_dir("mcpgen")) / "tokens.json"
+
+
+def redirect_handler() -> RedirectHandler:
+    """How the user signs in: the browser, coming back to a loopback port."""
+    from .auth import BrowserRedirectHandler
+
+    return BrowserRedirectHandler()
+
+
+def oauth() -> OAuth:
+    """The authorization the command line gives a `--url` server: OAuth when the server asks."""
+    from .auth import FileTokenStorage, OAuth
+
+    return OAuth(redirect_handler=redirect_handler(), storage=FileTokenStorage(token_file()), client_name="mcpgen CLI")
 
 
 _dump = to_wire
@@ -53,8 +95,9 @@ def _options(mode: str, timeout: float, answerer: Answerer | None = None, **more
     return {**options, **more}
 
 
-def _client(command: tuple[str, ...], url: str | None, options: dict[str, Any]) -> Client:
-    """The client for a server command (stdio) or a URL (Streamable HTTP)."""
+def _client(command: tuple[str, ...], url: str | None, options: dict[str, Any], *, auth: bool = True) -> Client:
+    """The client for a server command (stdio) or a URL (Streamable HTTP, with OAuth unless `auth`
+    is off; nothing of it is imported for stdio)."""
     if url is not None and command:
         raise click.UsageError("give either --url or a server command after `--`, not both")
     if url is None and not command:
@@ -64,7 +107,7 @@ def _client(command: tuple[str, ...], url: str | None, options: dict[str, Any]) 
             return Client(stdio(list(command), stderr=subprocess.DEVNULL), **options)
         from .transport.http_client import http
 
-        return Client(http(url, timeout=options["request_timeout"]), **options)
+        return Client(http(url, timeout=options["request_timeout"], auth=oauth() if auth else None), **options)
     except (ValueError, TypeError) as exc:  # a bad --mode or URL
         raise click.UsageError(str(exc)) from None
     except ImportError as exc:  # no httpx
@@ -72,9 +115,14 @@ def _client(command: tuple[str, ...], url: str | None, options: dict[str, Any]) 
 
 
 def _run(
-    command: tuple[str, ...], url: str | None, work: Callable[[Client], Awaitable[Any]], options: dict[str, Any]
+    command: tuple[str, ...],
+    url: str | None,
+    work: Callable[[Client], Awaitable[Any]],
+    options: dict[str, Any],
+    *,
+    auth: bool = True,
 ) -> Any:
-    client = _client(command, url, options)
+    client = _client(command, url, options, auth=auth)
 
     async def main() -> Any:
         async with client:
@@ -98,6 +146,12 @@ def _run(
         ) from None
     except NegotiationError as exc:
         raise click.ClickException(f"could not agree on a protocol version: {exc}") from None
+    except AuthorizationRequired as exc:
+        what = "more scope" if exc.status == 403 else "authorization"
+        hint = "; run without --no-auth to sign in" if not auth else ""
+        raise click.ClickException(f"{url} requires {what} (HTTP {exc.status}){hint}") from None
+    except AuthError as exc:
+        raise click.ClickException(f"authorization failed: {type(exc).__name__}: {exc}") from None
     except McpError as exc:
         raise click.ClickException(f"the server answered with an error: {exc}") from None
     except McpRuntimeError as exc:
@@ -110,11 +164,14 @@ def _run(
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @_url_option
+@_no_auth_option
 @_mode_option
 @_json_option
 @_timeout_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def inspect(url: str | None, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]) -> None:
+def inspect(  # noqa: PLR0913 - one parameter per command-line option
+    url: str | None, no_auth: bool, mode: str, as_json: bool, timeout: float, command: tuple[str, ...]
+) -> None:
     """Connect to a server (stdio command or --url) and list what it offers."""
 
     async def work(client: Client) -> dict[str, Any]:
@@ -144,7 +201,7 @@ def inspect(url: str | None, mode: str, as_json: bool, timeout: float, command: 
                     report[key] = []
         return report
 
-    report = _run(command, url, work, _options(mode, timeout))
+    report = _run(command, url, work, _options(mode, timeout), auth=not no_auth)
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -199,6 +256,7 @@ def _type_name(prop: Any) -> str:
 @click.argument("tool")
 @click.option("--args", "arguments", default="{}", help="The tool's arguments as a JSON object.")
 @_url_option
+@_no_auth_option
 @_mode_option
 @_json_option
 @_timeout_option
@@ -215,6 +273,7 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
     tool: str,
     arguments: str,
     url: str | None,
+    no_auth: bool,
     mode: str,
     as_json: bool,
     timeout: float,
@@ -239,7 +298,7 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
         return _dump(await client.call_tool(tool, parsed, progress=show_progress))
 
     options = _options(mode, timeout, answerer, log_level=log_level, roots=list(roots) or None)
-    result = _run(command, url, work, options)
+    result = _run(command, url, work, options, auth=not no_auth)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

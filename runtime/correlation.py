@@ -34,6 +34,10 @@ class Pending:
     result: Any = None
     error: McpRuntimeError | None = None
     barrier: int = 0  # callbacks queued before the answer arrived
+    deadline: anyio.CancelScope | None = None  # the call's timeout, while it runs
+    limit: float | None = None  # the timeout in seconds
+    authorizing: bool = False  # held up by an authorization: the timeout is stopped
+    resumed_at: float | None = None  # when the last authorization ended
 
 
 def is_number(value: object) -> TypeGuard[int | float]:
@@ -89,6 +93,18 @@ class Correlation:
         pending.error = error
         pending.done.set()
         return True
+
+    def authorizing(self, request_id: wire.RequestId, active: bool) -> None:
+        """Stop the call's timeout while an authorization holds it up; restart it in full after."""
+        pending = self.pending.get(request_id)
+        if pending is None or pending.authorizing == active:
+            return
+        pending.authorizing = active
+        now = anyio.current_time()
+        if not active:
+            pending.resumed_at = now
+        if pending.deadline is not None and pending.limit is not None:
+            pending.deadline.deadline = math.inf if active else now + pending.limit
 
     def close(self, error: Callable[[str], McpRuntimeError]) -> None:
         for pending in self.pending.values():

@@ -12,7 +12,8 @@
   server that never stops paginating), `LocalProtocolError` when our own side did (a handler
   that returned an invalid result, a message over our own size limit).
 - The rest never cross the wire either: timeouts, a closed connection, a failed negotiation,
-  a call the peer's capabilities do not allow, input the client could not provide.
+  a failed authorization (`AuthError`), a call the peer's capabilities do not allow, input the
+  client could not provide.
 """
 
 from __future__ import annotations
@@ -204,6 +205,24 @@ class ResponseStreamLost(ConnectionClosed):
 
 class NegotiationError(McpRuntimeError):
     """No protocol version both sides support, or the peer broke the handshake."""
+
+
+class AuthError(McpRuntimeError):
+    """Authorization failed: the server asked for credentials (HTTP 401, or 403 for more scope) and
+    the client's authorization flow could not obtain acceptable ones, or found the server's metadata
+    unsafe to use. The subclasses (in `mcpgen.runtime.auth`) say which step failed. Raised to the
+    caller as it is: a negotiating client never reads it as "an older server"."""
+
+
+class AuthorizationRequired(AuthError):
+    """Streamable HTTP: the server refused a request for want of authorization (HTTP 401), or of
+    scope (403 `insufficient_scope`), and the client had no authorization flow that could fix it.
+    `status` is the HTTP status, `challenge` the `WWW-Authenticate` header (if any)."""
+
+    def __init__(self, message: str, *, status: int, challenge: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.challenge = challenge
 
 
 class CapabilityError(McpRuntimeError):

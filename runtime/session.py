@@ -40,7 +40,16 @@ from .errors import (
     RemoteProtocolError,
     RequestTimeout,
 )
-from .transport.base import Failure, Frame, Inbound, Oversized, ReplyRoute, Transport, TransportContext
+from .transport.base import (
+    Authorizing,
+    Failure,
+    Frame,
+    Inbound,
+    Oversized,
+    ReplyRoute,
+    Transport,
+    TransportContext,
+)
 from .worker import OrderedWorker
 
 log = logging.getLogger("mcpgen.runtime")
@@ -228,7 +237,8 @@ class Session:
     ) -> Any:
         """Send a request and wait for its result (a parsed JSON value); raise `McpError` on an error reply.
 
-        The timeout is a deadline for the whole call, the send included; `sent` is set once the
+        The timeout is a deadline for the whole call, the send included (stopped while the transport
+        reports the call held up by an authorization, then restarted); `sent` is set once the
         request is on its way. On timeout or
         cancellation the peer is told (`notifications/cancelled`, where the protocol allows it)
         without holding the caller, and `RequestTimeout` (or the cancellation) propagates.
@@ -243,7 +253,8 @@ class Session:
         limit = self.request_timeout if isinstance(timeout, _Default) else timeout
         was_sent = False
         try:
-            with anyio.fail_after(limit if limit is not None else math.inf):
+            with anyio.fail_after(limit if limit is not None else math.inf) as deadline:
+                pending.deadline, pending.limit = deadline, limit
                 await self.send_message(wire.request(request_id, method, body), route=route)
                 was_sent = True
                 if sent is not None:
@@ -287,6 +298,10 @@ class Session:
             return
         if isinstance(item, Failure):
             self._on_failure(item)
+            return
+        if isinstance(item, Authorizing):
+            self.calls.authorizing(item.request_id, item.active)
+            item.applied.set()
             return
         data, context = (item.data, item.context or self.context) if isinstance(item, Frame) else (item, self.context)
         if len(data) > self.max_message_bytes:

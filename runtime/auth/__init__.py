@@ -13,11 +13,14 @@ Client (give one to the HTTP transport; each is an `httpx.Auth`):
 
 Server:
 
-    app = BearerAuthMiddleware(mcp_app, verifier=JWTVerifier(issuer=..., audience=url, jwks_uri=...),
-                               resource=url, authorization_servers=[issuer])
+    auth = ProtectedResource(resource=url, authorization_servers=[issuer],
+                             verifier=JWTVerifier(issuer=issuer, audience=url, jwks_uri=...))
+    app = server.http_app(auth=auth)      # tools declare scopes: @server.tool(scopes=["notes:write"])
 
-- `BearerAuthMiddleware`, `TokenVerifier` (`JWTVerifier`, `IntrospectionVerifier`), `AuthInfo`
-  (found in the ASGI scope under `AUTH_SCOPE_KEY`).
+- `ProtectedResource` (what `Server.http_app(auth=...)` takes), `BearerAuthMiddleware` (the ASGI
+  middleware it builds, usable around any app), `TokenVerifier` (`JWTVerifier`,
+  `IntrospectionVerifier`), `AuthInfo` (the token's principal: `ctx.auth` in handlers, found in the
+  ASGI scope under `AUTH_SCOPE_KEY`).
 
 The JWT pieces (client assertions, DPoP, `JWTVerifier`) need the `auth` extra.
 """
@@ -26,6 +29,7 @@ from .challenge import Challenge, format_challenge, parse_www_authenticate
 from .errors import (
     AuthError,
     AuthorizationLimitExceeded,
+    AuthorizationRequired,
     AuthorizationResponseError,
     DiscoveryError,
     InvalidToken,
@@ -44,6 +48,7 @@ from .middleware import BearerAuthMiddleware, auth_info_from_scope
 from .oauth import OAuth, validate_authorization_response
 from .principal import AUTH_SCOPE_KEY, AuthInfo
 from .redirect import BrowserRedirectHandler, HeadlessRedirectHandler, RedirectHandler
+from .resource import ProtectedResource
 from .signing import DPoPProofs, SigningKey
 from .storage import ClientInfo, FileTokenStorage, InMemoryTokenStorage, TokenSet, TokenStorage
 from .verifiers import IntrospectionVerifier, JWTVerifier, TokenVerifier
@@ -55,6 +60,7 @@ __all__ = [
     "AuthError",
     "AuthInfo",
     "AuthorizationLimitExceeded",
+    "AuthorizationRequired",
     "AuthorizationResponseError",
     "AuthorizationServerMetadata",
     "BearerAuthMiddleware",
@@ -76,6 +82,7 @@ __all__ = [
     "MissingExtraError",
     "OAuth",
     "OAuthFlow",
+    "ProtectedResource",
     "ProtectedResourceMetadata",
     "RedirectHandler",
     "RegistrationError",

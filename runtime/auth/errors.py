@@ -8,11 +8,8 @@ HTTP 401 with a `WWW-Authenticate` challenge.
 
 from __future__ import annotations
 
-from ..errors import McpRuntimeError
-
-
-class AuthError(McpRuntimeError):
-    """Base of every authorization error."""
+# The root lives with the runtime's other errors: catching it needs no import of this package.
+from ..errors import AuthError, AuthorizationRequired
 
 
 class DiscoveryError(AuthError):
@@ -103,3 +100,20 @@ class InvalidToken(AuthError):
 class VerifierUnavailable(AuthError):
     """Server side: the token could not be checked right now (the JWKS or introspection endpoint is
     unreachable or failing). The middleware answers 503, not 401: the token may well be good."""
+
+
+__all__ = [
+    "AuthError",
+    "AuthorizationLimitExceeded",
+    "AuthorizationRequired",
+    "AuthorizationResponseError",
+    "DiscoveryError",
+    "InvalidToken",
+    "IssuerMismatchError",
+    "MissingExtraError",
+    "RegistrationError",
+    "ResourceMismatchError",
+    "TokenRequestError",
+    "UnsupportedServerError",
+    "VerifierUnavailable",
+]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from ..transport.base import AUTHORIZING_EXTENSION
 from ._util import LoopLock, canonical_resource, origin, resource_covers, split_scopes, union_scopes
 from .challenge import first_with, parse_www_authenticate
 from .discovery import discover_authorization_server, discover_resource_metadata, legacy_authorization_server
@@ -164,7 +165,28 @@ class OAuthFlow(httpx.Auth):
                     scopes=challenge.scopes,
                 )
             authorizations += 1
-            tokens = await self._reauthorize(challenge, tokens, revision, first=authorizations == 1)
+            tokens = await self._authorize_held(request, challenge, tokens, revision, first=authorizations == 1)
+
+    async def _authorize_held(
+        self,
+        request: httpx.Request,
+        challenge: AuthChallenge,
+        failed: TokenSet | None,
+        revision: str | None,
+        *,
+        first: bool,
+    ) -> TokenSet:
+        """`_reauthorize`, telling the MCP transport (when it asked, through the request's
+        `mcpgen.authorizing` extension) that the request is held up meanwhile: the user's time at
+        the authorization server does not count against the call's timeout."""
+        notify = request.extensions.get(AUTHORIZING_EXTENSION)
+        if notify is None:
+            return await self._reauthorize(challenge, failed, revision, first=first)
+        await notify(True)
+        try:
+            return await self._reauthorize(challenge, failed, revision, first=first)
+        finally:
+            await notify(False)  # (cancelled: the call is over, nothing to restart)
 
     def _authenticate(self, request: httpx.Request, tokens: TokenSet | None) -> None:
         request.headers.pop("Authorization", None)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeAlias
 
@@ -27,8 +27,8 @@ from .metadata import PRM_WELL_KNOWN
 from .principal import AUTH_SCOPE_KEY, AuthInfo
 from .verifiers import TokenVerifier
 
-Scope: TypeAlias = dict[str, Any]
-Message: TypeAlias = dict[str, Any]
+Scope: TypeAlias = MutableMapping[str, Any]
+Message: TypeAlias = MutableMapping[str, Any]
 Receive: TypeAlias = Callable[[], Awaitable[Message]]
 Send: TypeAlias = Callable[[Message], Awaitable[None]]
 ASGIApp: TypeAlias = Callable[[Scope, Receive, Send], Awaitable[None]]
@@ -85,7 +85,7 @@ class BearerAuthMiddleware:
         path = self.resource[len(origin(self.resource)) :].rstrip("/")
         self.metadata_path = PRM_WELL_KNOWN + path
         self.resource_metadata_url = origin(self.resource) + self.metadata_path
-        self._metadata_paths = {self.metadata_path} | ({PRM_WELL_KNOWN} if serve_root_metadata else set())
+        self.metadata_paths = frozenset({self.metadata_path} | ({PRM_WELL_KNOWN} if serve_root_metadata else set()))
         document: dict[str, Any] = {
             "resource": self.resource,
             "authorization_servers": list(authorization_servers),
@@ -102,7 +102,7 @@ class BearerAuthMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-        elif scope.get("path") in self._metadata_paths:
+        elif scope.get("path") in self.metadata_paths:
             await self._serve_metadata(scope.get("method", "GET"), send)
         elif scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)

@@ -8,6 +8,9 @@ means a handshake-era server: fall back to `initialize`. `"legacy"` runs the han
 one, spoken with our oldest handshake tables); a version string pins that version (a
 modern pin sends nothing; a handshake-era pin runs `initialize` for exactly that version).
 
+A failed authorization (`AuthError`, over HTTP) ends the negotiation at once: the server
+answered, but only to say who may talk to it, so no fallback is tried.
+
 Start-up time does not count against the probe: on a pipe the probe goes out with a `ping`
 (the one request a handshake-era server answers before `initialize`), and the probe's clock
 starts only once the server has answered something. Over HTTP every POST gets an answer (a
@@ -30,6 +33,7 @@ from pydantic import ValidationError
 
 from ..errors import (
     MODERN_ERROR_CODES,
+    AuthError,
     ConnectionClosed,
     McpError,
     McpRuntimeError,
@@ -218,6 +222,7 @@ class _Probe:
         self.events, self.inbox = anyio.create_memory_object_stream[tuple[str, Any]](8)
         self.fallback: Initialize | None = None
         self.discover_pending = True
+        self.discover_id: int | str | None = None
 
     async def run(self) -> Step:
         try:
@@ -253,11 +258,28 @@ class _Probe:
                 if step is not None:
                     return step
                 continue
+            held = self._held(deadline)
+            if held > anyio.current_time():
+                deadline = held
+                continue
             step = self.plan.fall_back("no answer to server/discover in time")
             if not isinstance(step, Initialize):
                 return step
             self.fallback = step
             tg.start_soon(self._initialize, step)
+
+    def _held(self, deadline: float) -> float:
+        """The probe's deadline, moved past an authorization that held the discover request up
+        (a user signing in is not a slow server): the full startup time counts from its end."""
+        calls = self.client.session.calls
+        pending = calls.pending.get(self.discover_id) if self.discover_id is not None else None
+        if pending is None:
+            return deadline
+        if pending.authorizing:
+            return anyio.current_time() + self.client.startup_timeout
+        if pending.resumed_at is not None:
+            return max(deadline, pending.resumed_at + self.client.startup_timeout)
+        return deadline
 
     def _on(self, kind: str, value: Any, tg: anyio.abc.TaskGroup) -> Step | None:
         if kind == "discover":
@@ -284,10 +306,11 @@ class _Probe:
         session = self.client.session
         try:
             params = {"_meta": self.client.request_meta(self.version)}
-            raw = await session.send_request("server/discover", params, sent=probe_sent)
+            self.discover_id = session.calls.next_id()
+            raw = await session.send_request("server/discover", params, sent=probe_sent, request_id=self.discover_id)
             await self.events.send(("discover", raw))
-        except ConnectionClosed:
-            raise
+        except (ConnectionClosed, AuthError):
+            raise  # a server we may not use tells us nothing about its era: no fallback
         except McpRuntimeError as exc:
             await self.events.send(("discover-error", exc))
 
@@ -304,7 +327,7 @@ class _Probe:
         try:
             raw = await self.client.session.send_request("initialize", self.client.initialize_params(step.version))
             await self.events.send(("initialize", raw))
-        except (ConnectionClosed, RequestTimeout):
-            raise  # no answer to initialize either: the caller hears why
+        except (ConnectionClosed, RequestTimeout, AuthError):
+            raise  # no answer to initialize either (or no authorization for it): the caller hears why
         except McpRuntimeError as exc:
             await self.events.send(("initialize-error", exc))

@@ -16,6 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -69,7 +70,23 @@ class Failure:
     error: Exception
 
 
-Inbound: TypeAlias = "bytes | Frame | Oversized | Failure"
+@dataclass(frozen=True)
+class Authorizing:
+    """Our request `request_id` is held up by an authorization (a user signing in at the
+    authorization server, tokens being fetched), not by the peer: its timeout stops while
+    `active`, and starts again in full when the authorization ends. The session sets `applied`
+    once it has done so."""
+
+    request_id: str | int
+    active: bool
+    applied: anyio.Event = field(default_factory=anyio.Event, compare=False)
+
+
+# The key of an httpx request extension under which the HTTP transport hands an authorization flow
+# `async callback(active: bool)`, called when the flow starts and ends authorizing that request.
+AUTHORIZING_EXTENSION = "mcpgen.authorizing"
+
+Inbound: TypeAlias = "bytes | Frame | Oversized | Failure | Authorizing"
 HEAD_BYTES = 1024  # how much of an oversized message is kept to find its id
 
 

@@ -20,13 +20,14 @@ from .. import wire
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    AuthorizationRequired,
     ConnectionClosed,
     McpError,
     MethodNotFound,
     RemoteProtocolError,
     ResponseStreamLost,
 )
-from .base import HEAD_BYTES, Failure, Inbound, Oversized
+from .base import AUTHORIZING_EXTENSION, HEAD_BYTES, Authorizing, Failure, Inbound, Oversized
 from .sse import Event, SseParser
 from .tool_headers import ToolHeaders
 
@@ -82,18 +83,31 @@ class Channel:
             headers["MCP-Protocol-Version"] = self.version
         return headers
 
-    async def _send(self, method: str, headers: dict[str, str], content: bytes | None = None) -> httpx.Response:
+    async def _send(
+        self, method: str, headers: dict[str, str], content: bytes | None = None, *, request_id: Any = None
+    ) -> httpx.Response:
         """Send one HTTP request, streaming its response; again once if a reused pooled
-        connection turned out to be closed before any answer came."""
+        connection turned out to be closed before any answer came. An authorization flow that
+        holds up our request `request_id` says so (`Authorizing`), so its timeout stops meanwhile."""
         import httpx
 
         auth: Any = self.endpoint.auth if self.endpoint.auth is not None else httpx.USE_CLIENT_DEFAULT
         if self.endpoint.headers:
             headers = {**self.endpoint.headers, **headers}
+        extensions: dict[str, Any] = {}
+        if request_id is not None:
+
+            async def authorizing(active: bool) -> None:
+                """Tell the session; return once it stopped (or restarted) the call's timeout."""
+                item = Authorizing(request_id, active)
+                if await self._put(item):
+                    await item.applied.wait()
+
+            extensions[AUTHORIZING_EXTENSION] = authorizing
         for attempt in (1, 2):
             probe = _ReuseProbe()
             request = self.client.build_request(
-                method, self.url, headers=headers, content=content, extensions={"trace": probe.trace}
+                method, self.url, headers=headers, content=content, extensions={**extensions, "trace": probe.trace}
             )
             try:
                 return await self.client.send(request, stream=True, auth=auth)
@@ -235,32 +249,31 @@ class Channel:
             idle = 0 if parser.dispatched != seen else idle + 1
             await anyio.sleep(parser.retry / 1000 if parser.retry is not None else self.endpoint.reconnect_delay)
 
-    async def _put(self, item: Inbound) -> None:
+    async def _put(self, item: Inbound) -> bool:
         try:
             await self.inbox.send(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the session is gone
+            return False  # the session is gone
+        return True
 
     async def _fail(self, exchange: Exchange, error: Exception) -> None:
         await self._put(Failure(exchange.id, error))
 
 
 class _ReuseProbe:
-    """Watches httpcore's trace of one request: did it go out on a connection opened before?"""
+    """Watches httpcore's trace of one request: did its last sending go out on a connection opened
+    before? (An authorization flow sends the same request again after a 401, perhaps on the pooled
+    connection that carried the 401, which the server may have closed while the client authorized.)"""
 
     def __init__(self) -> None:
-        self.connected = False
-        self.sent = False
-
-    @property
-    def reused(self) -> bool:
-        return self.sent and not self.connected
+        self.connected = False  # a connection was opened for the sending under way
+        self.reused = False
 
     async def trace(self, name: str, info: Mapping[str, Any]) -> None:
         if name.startswith("connection.connect_tcp.") or name.startswith("connection.connect_unix_socket."):
             self.connected = True
         elif name.endswith("send_request_headers.started"):
-            self.sent = True
+            self.reused, self.connected = not self.connected, False
 
 
 def _object(data: bytes) -> dict[str, Any] | None:
@@ -312,6 +325,23 @@ async def _read(response: httpx.Response, limit: int) -> bytes | Oversized:
     if size > limit:
         return Oversized(size, limit, bytes(body[:HEAD_BYTES]))
     return bytes(body)
+
+
+def authorization_refused(response: httpx.Response, method: str) -> AuthorizationRequired | None:
+    """A 401, or a 403 asking for more scope (`insufficient_scope`), that reached us: the client has
+    no authorization flow, or its flow let the refusal through (a fixed token, say)."""
+    status = response.status_code
+    challenges = response.headers.get_list("www-authenticate")
+    if status != 401 and not (status == 403 and any("insufficient_scope" in c for c in challenges)):
+        return None
+    what = "more scope" if status == 403 else "authorization"
+    return AuthorizationRequired(
+        f"{method}: the server requires {what} (HTTP {status}"
+        + (f"; {challenges[0][:200]}" if challenges else "")
+        + "); give the client an authorization flow, e.g. Client(url, auth=mcpgen.runtime.auth.OAuth())",
+        status=status,
+        challenge=", ".join(challenges) or None,
+    )
 
 
 async def http_error(response: httpx.Response, method: str) -> McpError:

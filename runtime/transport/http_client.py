@@ -21,8 +21,13 @@ message, which the message itself says (a modern request names its version in `_
 
 HTTP errors become JSON-RPC errors of the call: the body's own error when it carries one,
 otherwise an error naming the status (never a modern one, so a dual-era client falls back to
-`initialize` on it). A request that fails because a reused pooled connection was reset is sent
-again once. httpx is imported on first use (the `http` extra).
+`initialize` on it). Authorization is the exception: `auth=` (an `httpx.Auth`, such as the OAuth
+flows of `mcpgen.runtime.auth`) answers a 401 or a 403 `insufficient_scope` challenge before the
+call sees it, and while it authorizes the call's timeout stops (the user may be signing in); a
+refusal that still reaches the call, or an authorization that fails, fails the call with an
+`AuthError`, which a negotiating client never reads as an older server. A request that fails
+because a reused pooled connection was reset (on its first sending, or on the one after an
+authorization) is sent again once. httpx is imported on first use (the `http` extra).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from ..errors import METHOD_NOT_FOUND, ConnectionClosed, McpError, McpRuntimeErr
 from ..registry import PROTOCOL_VERSION_KEY
 from . import headers as routing
 from .base import DEFAULT_MAX_MESSAGE_BYTES, Inbound, Transport, TransportContext
-from .http_channel import INITIALIZE, Channel, Exchange, describe, http_error
+from .http_channel import INITIALIZE, Channel, Exchange, authorization_refused, describe, http_error
 
 if TYPE_CHECKING:
     import httpx
@@ -230,10 +235,13 @@ class _Link(Channel):
             return
         headers = self._headers(message, modern=exchange.modern)
         sent_session = headers.get("Mcp-Session-Id")
-        response = await self._send("POST", headers, data)
+        response = await self._send("POST", headers, data, request_id=exchange.id)
         try:
             status = response.status_code
-            if status >= 300:
+            refused = authorization_refused(response, exchange.method)
+            if refused is not None:
+                await self._fail(exchange, refused)
+            elif status >= 300:
                 error: McpRuntimeError = await http_error(response, exchange.method)
                 if status == 404 and sent_session is not None and not _unknown_method(error):
                     if self.session_id == sent_session:

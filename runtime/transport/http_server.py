@@ -18,7 +18,11 @@ Serving needs the ASGI lifespan (uvicorn and hypercorn send it): sessions, idle-
 and the change bus run in it. Mounted inside another app (Starlette, FastAPI), pass this app's
 `lifespan` to the outer one: `Starlette(routes=[Mount("/", app)], lifespan=app.lifespan)`.
 The authenticated principal, if an authentication middleware put one in the scope under
-`mcpgen.auth`, reaches handlers as `ctx.auth`.
+`mcpgen.auth`, reaches handlers as `ctx.auth`. `auth=` (a `mcpgen.runtime.auth.ProtectedResource`)
+builds that middleware in: the protected resource metadata is served (before the Host/Origin
+checks: it is public), and after those checks every request needs a valid token with the scopes
+its message needs (the tool's `scopes=` for a `tools/call`); a handshake-era session is then
+bound to the principal that opened it (another principal gets 404, as for an unknown session).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from .http_wire import (
 )
 
 if TYPE_CHECKING:
+    from ..auth import BearerAuthMiddleware, ProtectedResource
     from ..server import Server
     from ..server.context import RequestContext
 
@@ -78,7 +83,9 @@ class HttpApp:
     - `keepalive`: seconds of silence after which a response commits to SSE and gets a `:` comment
       line (and then every `keepalive` seconds), so long calls and listen streams stay open;
     - `session_idle_timeout` / `max_sessions`: when handshake-era sessions are closed for
-      idleness, and how many may be open (503 past that).
+      idleness, and how many may be open (503 past that);
+    - `auth`: OAuth protection (`mcpgen.runtime.auth.ProtectedResource`; needs httpx, and the
+      `auth` extra for `JWTVerifier`): bearer tokens checked, tool scopes enforced, metadata served.
     """
 
     def __init__(  # noqa: PLR0913  (keyword-only settings, each documented above)
@@ -92,6 +99,7 @@ class HttpApp:
         keepalive: float | None = 15.0,
         session_idle_timeout: float | None = 1800.0,
         max_sessions: int | None = 10_000,
+        auth: ProtectedResource | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/" if path is not None else None
@@ -111,6 +119,11 @@ class HttpApp:
         modern_versions = server.registry.modern_versions(server.registry.supported)
         self._oldest_modern = min(modern_versions) if modern_versions else None
         self._task_group: TaskGroup | None = None
+        self.auth: BearerAuthMiddleware | None = None
+        if auth is not None:
+            self.auth = auth.wrap(
+                self._dispatch, scopes_for_request=server.scopes_for, max_body_size=self.security.max_body_bytes
+            )
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -189,6 +202,9 @@ class HttpApp:
         return path.rstrip("/") or "/"
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.auth is not None and scope.get("path") in self.auth.metadata_paths:
+            await self.auth(scope, receive, send)  # the protected resource metadata: public
+            return
         exchange = Exchange(send)
         if self.path is not None and self._route_path(scope) != self.path:
             await exchange.respond(404, b"Not Found", b"text/plain; charset=utf-8")
@@ -199,6 +215,16 @@ class HttpApp:
         if refused is not None:
             await exchange.respond(refused[0], error_body(None, INVALID_REQUEST, refused[1]))
             return
+        if self.auth is not None:
+            await self.auth(scope, receive, send)  # then `_dispatch`, with the principal in the scope
+        else:
+            await self._serve(scope, headers, exchange, receive)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The endpoint behind the authorization middleware."""
+        await self._serve(scope, headers_of(scope), Exchange(send), receive)
+
+    async def _serve(self, scope: Scope, headers: dict[str, str], exchange: Exchange, receive: Receive) -> None:
         method = scope.get("method", "")
         if method == "POST":
             await self._post(scope, headers, exchange, receive)
@@ -206,9 +232,9 @@ class HttpApp:
             if self._header_says_modern(headers):
                 await exchange.respond(405, headers=[(b"allow", b"POST")])
             elif method == "GET":
-                await self.legacy.get(headers, exchange, receive)
+                await self.legacy.get(headers, exchange, receive, scope.get(AUTH_SCOPE_KEY))
             else:
-                await self.legacy.delete(headers, exchange)
+                await self.legacy.delete(headers, exchange, scope.get(AUTH_SCOPE_KEY))
         else:
             await exchange.respond(405, headers=[(b"allow", b"GET, POST, DELETE")])
 

@@ -5,7 +5,9 @@ POSTed messages (each a `Frame` with the POST's `PostRoute` as its reply route) 
 outgoing stream (notifications and requests unrelated to any request: list changes, resource
 updates) is the standalone GET stream. The id (visible ASCII) comes back in the `Mcp-Session-Id`
 header of the initialize response, and every later request must carry it: missing -> 400,
-unknown or ended -> 404. Notifications and responses POSTed get 202. `DELETE` ends the session.
+unknown or ended -> 404. A session opened by an authenticated principal is bound to it: a
+request of another principal (or of none) with its id gets the same 404, as if it did not exist.
+Notifications and responses POSTed get 202. `DELETE` ends the session.
 A dropped connection is not a cancellation (the client sends `notifications/cancelled`): the
 stream goes on and can be resumed with `GET` + `Last-Event-ID`. Idle sessions (no request for
 `idle_timeout` seconds, nothing open) are closed.
@@ -17,7 +19,7 @@ import itertools
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -25,6 +27,7 @@ from anyio.abc import TaskGroup
 from .. import wire
 from ..errors import INVALID_REQUEST
 from ..registry import HANDSHAKE, HANDSHAKE_METHOD
+from ..server.input import principal_of
 from .base import Frame, Inbound, Transport, TransportContext
 from .http_events import EventStore, stream_of
 from .http_streams import PostRoute, SseStream
@@ -42,9 +45,10 @@ INBOUND_BUFFER = 64  # POSTed messages waiting for the session's reader
 class HttpSession:
     """One handshake-era session: a `ServerSession`, its streams, its in-flight POSTs."""
 
-    def __init__(self, owner: LegacyHttp, session_id: str) -> None:
+    def __init__(self, owner: LegacyHttp, session_id: str, principal: str | None = None) -> None:
         self.owner = owner
         self.id = session_id
+        self.principal = principal  # who opened it (authenticated): only they may use it
         self._feed, inbound = anyio.create_memory_object_stream[Inbound](INBOUND_BUFFER)
         self._out, self._out_recv = anyio.create_memory_object_stream[bytes](INBOUND_BUFFER)
         transport = Transport(inbound, self._out, owner.max_message_bytes, TransportContext("http"))
@@ -162,12 +166,12 @@ class LegacyHttp:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def _find(self, headers: dict[str, str]) -> tuple[HttpSession | None, tuple[int, str] | None]:
+    def _find(self, headers: dict[str, str], auth: Any) -> tuple[HttpSession | None, tuple[int, str] | None]:
         session_id = headers.get(SESSION_HEADER)
         if session_id is None:
             return None, (400, "Bad Request: this request needs the Mcp-Session-Id header (initialize first)")
         found = self.sessions.get(session_id.strip())
-        if found is None or found.closed:
+        if found is None or found.closed or found.principal != principal_of(auth):
             return None, (404, "Session not found: it ended or never existed; initialize a new session")
         return found, None
 
@@ -179,11 +183,11 @@ class LegacyHttp:
             return
         opening = isinstance(message, wire.Request) and message.method == HANDSHAKE_METHOD
         if opening and SESSION_HEADER not in headers:
-            found: HttpSession | None = await self._open(exchange, request_id)
+            found: HttpSession | None = await self._open(exchange, request_id, principal_of(post.auth))
             if found is None:
                 return
         else:
-            found, problem = self._find(headers)
+            found, problem = self._find(headers, post.auth)
             if found is None:
                 assert problem is not None
                 await exchange.respond(problem[0], error_body(request_id, INVALID_REQUEST, problem[1]))
@@ -205,7 +209,9 @@ class LegacyHttp:
         registry = self.server.registry
         return version in self.server.versions and registry.era(version) == HANDSHAKE
 
-    async def _open(self, exchange: Exchange, request_id: wire.RequestId | None) -> HttpSession | None:
+    async def _open(
+        self, exchange: Exchange, request_id: wire.RequestId | None, principal: str | None
+    ) -> HttpSession | None:
         if self.task_group is None:
             text = "the MCP app is not running: serve it with its ASGI lifespan (see Server.http_app)"
             await exchange.respond(500, error_body(request_id, INVALID_REQUEST, text))
@@ -213,7 +219,7 @@ class LegacyHttp:
         if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
             await exchange.respond(503, error_body(request_id, INVALID_REQUEST, "too many sessions; retry later"))
             return None
-        session = HttpSession(self, secrets.token_urlsafe(24))
+        session = HttpSession(self, secrets.token_urlsafe(24), principal)
         self.sessions[session.id] = session
         self.task_group.start_soon(session.run)
         exchange.headers.append((SESSION_HEADER.encode(), session.id.encode()))
@@ -243,11 +249,11 @@ class LegacyHttp:
         completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange)
         await route.finish(completed)
 
-    async def get(self, headers: dict[str, str], exchange: Exchange, receive: Receive) -> None:
+    async def get(self, headers: dict[str, str], exchange: Exchange, receive: Receive, auth: Any = None) -> None:
         if not accepts(headers.get("accept"), "text/event-stream"):
             await exchange.respond(406, error_body(None, INVALID_REQUEST, "GET needs Accept: text/event-stream"))
             return
-        session, problem = self._find(headers)
+        session, problem = self._find(headers, auth)
         if session is None:
             assert problem is not None
             await exchange.respond(problem[0], error_body(None, INVALID_REQUEST, problem[1]))
@@ -280,8 +286,8 @@ class LegacyHttp:
             session.busy -= 1
             session.last_seen = time.monotonic()
 
-    async def delete(self, headers: dict[str, str], exchange: Exchange) -> None:
-        session, problem = self._find(headers)
+    async def delete(self, headers: dict[str, str], exchange: Exchange, auth: Any = None) -> None:
+        session, problem = self._find(headers, auth)
         if session is None:
             assert problem is not None
             await exchange.respond(problem[0], error_body(None, INVALID_REQUEST, problem[1]))
