@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .eras import Era
 
 
-@dataclass(frozen=True)
+@dataclass
 class Call:
     """One inbound request, as routing sees it."""
 
@@ -47,14 +47,14 @@ class Call:
 
     def __post_init__(self) -> None:
         found = (self.params or {}).get("_meta")
-        object.__setattr__(self, "meta", found if isinstance(found, Mapping) else {})
+        self.meta = found if isinstance(found, Mapping) else {}
 
     @property
     def requested_version(self) -> Any:
         return self.meta.get(PROTOCOL_VERSION_KEY)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Route:
     """How to serve a request: its version and era, the table row, the parsed params."""
 
@@ -92,9 +92,13 @@ class Router:
     capabilities: Callable[[], Mapping[str, Any]]  # what the server offers
     header_params: Callable[[Mapping[str, Any] | None], Mapping[str, str]] = field(default=lambda params: {})
     """For a `tools/call`: the tool's `x-mcp-header` parameters (header name -> argument name)."""
+    _by_era: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
 
     def versions_of(self, era: str) -> list[str]:
-        return self.registry.of_era(era, self.versions)
+        found = self._by_era.get(era)
+        if found is None:
+            found = self._by_era[era] = self.registry.newest_first(self.registry.of_era(era, self.versions))
+        return found
 
     def supported_newest_first(self) -> list[str]:
         return self.registry.newest_first(self.versions)

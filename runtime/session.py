@@ -116,7 +116,7 @@ class Session:
         self.calls = Correlation(self.side)
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
-        self._slots: anyio.Semaphore | None = None
+        self._room: anyio.Event | None = None  # set when a request finishes while the reader waits for room
         self._is_closed = False
         self.callbacks = OrderedWorker("notification callbacks", mark=True, buffer=CALLBACK_BUFFER)
         self.bad_frames = 0  # messages from the peer that were not JSON-RPC at all
@@ -163,7 +163,6 @@ class Session:
             raise RuntimeError("this session has no transport to read; feed it with serve_inline()")
         async with anyio.create_task_group() as tg:
             self._task_group = tg
-            self._slots = anyio.Semaphore(self.max_in_flight, fast_acquire=True)
             self.callbacks.attach(tg)
             task_status.started()
             try:
@@ -361,8 +360,10 @@ class Session:
             message = f"request id {request.id!r} is already in use; request dropped"
             await self._reply_quietly(wire.error(None, INVALID_REQUEST, message), context.reply)
             return
-        assert self._task_group is not None and self._slots is not None
-        await self._slots.acquire()  # back-pressure: past the bound, stop reading until one finishes
+        assert self._task_group is not None
+        while len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
+            self._room = anyio.Event()
+            await self._room.wait()
         incoming = IncomingRequest(request.id, request.method, request.params, context)
         self._in_flight[request.id] = incoming
         self._task_group.start_soon(self._serve_registered, incoming)
@@ -372,8 +373,8 @@ class Session:
             await self.serve(incoming)
         finally:
             self._in_flight.pop(incoming.id, None)
-            if self._slots is not None:
-                self._slots.release()
+            if self._room is not None:
+                self._room.set()
 
     async def serve_inline(self, request: wire.Request, context: TransportContext, route: Any = None) -> None:
         """Serve one request in the caller's task, replying on `context.reply` (request-scoped

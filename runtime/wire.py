@@ -38,25 +38,32 @@ def to_wire(value: Any) -> Any:
     return value
 
 
+def field(model: object, name: str, default: Any = None) -> Any:
+    """A model's field by its Python name, or `default` when the model (of some version) has no such
+    field: read from the instance's values, without pydantic's slow path for missing attributes."""
+    values = getattr(model, "__dict__", None)
+    return values.get(name, default) if isinstance(values, dict) else default
+
+
 def is_request_id(value: object) -> TypeGuard[str | int]:
     """JSON-RPC ids are strings or integers; booleans (an `int` in Python) and null are not."""
     return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Request:
     id: RequestId
     method: str
     params: JSONObject | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Notification:
     method: str
     params: JSONObject | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Response:
     id: RequestId | None
     result: Any = None
@@ -64,7 +71,7 @@ class Response:
     is_error: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Invalid:
     """A message to refuse: `answer` says whether it gets an error reply (with `id` if known)."""
 

@@ -66,7 +66,7 @@ class OutputSchemas:
 
     async def check(self, name: str, result: Any) -> None:
         """Raise `StructuredOutputError` if `result`'s structured content does not fit the tool's schema."""
-        if getattr(result, "is_error", None) or getattr(result, "result_type", "complete") != "complete":
+        if wire.field(result, "is_error") or wire.field(result, "result_type", "complete") != "complete":
             return
         if (
             not self._known
@@ -82,7 +82,7 @@ class OutputSchemas:
         validator = self._validators.get(name)
         if validator is None:
             return
-        structured = getattr(result, "structured_content", None)
+        structured = wire.field(result, "structured_content")
         if structured is None:
             raise StructuredOutputError(f"tool {name} has an outputSchema but its result carries no structuredContent")
         problem = validator.problem(structured)

@@ -76,7 +76,7 @@ def root(value: Mapping[str, Any] | str) -> dict[str, Any]:
 
 
 def needs_input(result: Any) -> bool:
-    return getattr(result, "result_type", None) == "input_required"
+    return bool(wire.field(result, "result_type") == "input_required")
 
 
 class Inputs:
@@ -198,7 +198,7 @@ class Inputs:
     async def _sampling(self, params: Any) -> Any:
         if self.sampling_handler is None:
             raise MissingInputHandler("no sampling handler")
-        if (getattr(params, "tools", None) or getattr(params, "tool_choice", None)) and not has_capability(
+        if (wire.field(params, "tools") or wire.field(params, "tool_choice")) and not has_capability(
             self.client.capabilities(), "sampling.tools"
         ):
             raise InvalidParams(
@@ -209,7 +209,7 @@ class Inputs:
     async def _elicitation(self, params: Any) -> Any:
         if self.elicitation_handler is None:
             raise MissingInputHandler("no elicitation handler")
-        mode = getattr(params, "mode", None) or "form"
+        mode = wire.field(params, "mode") or "form"
         if mode not in self.elicitation_modes:
             raise InvalidParams(f"elicitation mode {mode!r} was not declared by this client")
         value = wire.to_wire(await call(self.elicitation_handler, params))

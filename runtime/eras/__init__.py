@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..session import IncomingRequest
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ClientView:
     """What the server knows of the client for one request."""
 

@@ -53,11 +53,11 @@ class HandshakeEra(Era):
                     "which use no initialize handshake",
                     {"supported": supported, "requested": requested},
                 )
-            return requested if requested in versions else router.registry.newest_first(versions)[0]
+            return requested if requested in versions else versions[0]
         if call.session_version is not None:
             return call.session_version
         if call.method == LIVENESS_METHOD and versions:
-            return router.registry.newest_first(versions)[0]
+            return versions[0]
         return None
 
     def client_view(self, request: IncomingRequest, session: ServerSession) -> ClientView:

@@ -16,6 +16,7 @@ handlers (`handlers`) implement the features.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from types import ModuleType
@@ -101,6 +102,7 @@ class Server:
         self.cache_scope = cache_scope
         self.validate_results = validate_results
         self._capability_overrides = dict(capabilities or {})
+        self._capabilities: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.cursors = Cursors(cursor_secret)
         self.sealer = StateSealer(
             state_keys if state_keys is not None else state_key, state_ttl_seconds, seal_request_state
@@ -135,6 +137,17 @@ class Server:
 
         For a `version` whose capabilities object has no `extensions` field, extensions are left out.
         """
+        return copy.deepcopy(self._cached_capabilities(version))
+
+    def _cached_capabilities(self, version: str | None) -> dict[str, Any]:
+        """`capabilities(version)`, computed once until something registered changes (not to be mutated)."""
+        key = (version, self.logging, self.list_changed, len(self.extensions))
+        found = self._capabilities.get(key)
+        if found is None:
+            found = self._capabilities[key] = self._infer_capabilities(version)
+        return found
+
+    def _infer_capabilities(self, version: str | None) -> dict[str, Any]:
         extensions = self.extensions
         if extensions and version is not None and not self._has_extensions(version):
             extensions = {}
@@ -154,7 +167,7 @@ class Server:
         return self.registry.has_field(version, method, (*path, "extensions"), result=True)
 
     def _offered(self) -> dict[str, Any]:
-        return self.capabilities()  # looked up on each call: `capabilities` may be replaced on the instance
+        return self._cached_capabilities(None)
 
     def _header_params(self, params: Mapping[str, Any] | None) -> Mapping[str, str]:
         name = (params or {}).get("name")
@@ -300,6 +313,7 @@ class Server:
     def completion(self, fn: F) -> F:
         """Register the completion handler: `fn(ref, argument, context) -> list[str]` (or a `completion` dict)."""
         self.completion_handler = fn
+        self._capabilities.clear()
         return fn
 
     def method(self, name: str) -> Callable[[F], F]:
@@ -315,6 +329,7 @@ class Server:
     def enable_extension(self, identifier: str, settings: Mapping[str, Any] | None = None) -> None:
         """Advertise an extension (SEP-2133); extensions are off unless enabled."""
         self.extensions[identifier] = dict(settings or {})
+        self._capabilities.clear()
 
     def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
         """The OAuth scopes a JSON-RPC message needs (a `tools/call` of a tool declared with
@@ -329,6 +344,7 @@ class Server:
     # -- change notifications ---------------------------------------------------------------
 
     def _changed(self, kind: str) -> None:
+        self._capabilities.clear()
         self.deliver(Change(kind))
 
     def notify_resource_updated(self, uri: str) -> None:

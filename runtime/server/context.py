@@ -148,7 +148,7 @@ class RequestContext(Context):
         `logging/setLevel`; modern: the request's `logLevel`, without which nothing is sent)."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; one of {LOG_LEVELS}")
-        if not has_capability(self.server.capabilities(), "logging"):
+        if not has_capability(self.server._offered(), "logging"):
             return
         threshold = self.log_level
         if threshold is None and not self.era.logs_without_level:

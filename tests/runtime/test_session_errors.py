@@ -125,13 +125,12 @@ async def test_a_handler_that_raises_is_an_internal_error() -> None:
 
 
 async def test_a_handler_that_raises_mcp_error_keeps_its_code() -> None:
-    server = make_server()
+    server = make_server(capabilities={"prompts": {}})  # prompts offered, served by the handler below
 
     @server.method("prompts/list")
     async def refuse(ctx: RequestContext, params: Any) -> Any:
         raise McpError("go away", code=-1, data={"why": "test"})
 
-    server.capabilities = lambda: {"prompts": {}}  # type: ignore[method-assign]
     async with raw_server(server) as peer:
         reply = await peer.request(1, "prompts/list", {"_meta": meta()})
         assert reply["error"] == {"code": -1, "message": "go away", "data": {"why": "test"}}
