@@ -24,31 +24,20 @@ from types import ModuleType
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from .. import eras, wire
-from ..capabilities import gate_allows, merge_capabilities, missing_paths
+from .. import eras
+from ..capabilities import merge_capabilities
 from ..correlation import ProgressCallback
-from ..errors import (
-    CapabilityError,
-    ConnectionClosed,
-    InputError,
-    InvalidParams,
-    RemoteProtocolError,
-    ResponseStreamLost,
-    SessionExpired,
-    UnsupportedProtocolVersion,
-)
+from ..errors import ConnectionClosed
 from ..registry import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LOG_LEVEL_KEY,
     LOG_LEVELS,
     PROTOCOL_VERSION_KEY,
-    REQUEST,
     SERVER_INFO_KEY,
     VersionRegistry,
-    validation_detail,
 )
 from ..session import DEFAULT, Timeout
 from ..transport.base import Connector, Transport
@@ -56,8 +45,9 @@ from ..transport.memory import InProcess, Servable
 from ..transport.stdio import stdio
 from ..worker import call
 from .calls import Calls, OutputSchemas
-from .input import ElicitationHandler, Inputs, SamplingHandler, check_callback, needs_input
+from .input import ElicitationHandler, Inputs, SamplingHandler, check_callback
 from .negotiation import negotiate
+from .requests import Requests
 from .session import ClientSession
 from .subscriptions import Event, ListenRequest, Subscription
 
@@ -160,6 +150,7 @@ class Client(Calls):
         self.state_only_pause = state_only_pause
         self.max_pages = max_pages
         self.output_schemas = OutputSchemas(self) if validate_structured_output else None
+        self.requests = Requests(self)
         self._session: ClientSession | None = None
         self.server_info: dict[str, Any] | None = None
         self.server_capabilities: dict[str, Any] | None = None
@@ -288,15 +279,7 @@ class Client(Calls):
 
     def spec(self, method: str) -> Any:
         """The table row of `method` for the negotiated version, checked as ours to send."""
-        version = self.protocol_version
-        spec = self.registry.spec(version, method)
-        if spec is None:
-            raise CapabilityError(f"{method} is not a method of protocol {version}")
-        if spec.kind != REQUEST or not spec.direction.allows("client"):
-            raise CapabilityError(f"{method} is not a request a client sends in protocol {version}")
-        if spec.deprecated:
-            _warn_deprecated(version, method, spec.deprecation_reason)
-        return spec
+        return self.requests.spec(method)
 
     async def request(
         self,
@@ -320,104 +303,15 @@ class Client(Calls):
         (`SessionExpired`: a new session first) or refused the version (`UnsupportedProtocolVersion`
         listing another version of the same era).
         """
-        sessions = self._sessions
-        try:
-            return await self._request(method, params, timeout, progress, resolve_input)
-        except SessionExpired:
-            await self._new_session(sessions)
-        except UnsupportedProtocolVersion as exc:
-            if not self._switch_version(exc):
-                raise
-        return await self._request(method, params, timeout, progress, resolve_input)
-
-    async def _request(
-        self,
-        method: str,
-        params: Mapping[str, Any] | BaseModel | None,
-        timeout: Timeout,
-        progress: ProgressCallback | None,
-        resolve_input: bool,
-    ) -> Any:
-        spec = self.spec(method)
-        era = self.session.era
-        assert era is not None
-        body = era.decorate(self, self.protocol_version, wire.to_wire(params))
-        self._check_gate(spec, body)
-        if body is not None or spec.params_required:
-            try:
-                spec.parse_params(body)
-            except (ValidationError, ValueError) as exc:
-                detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
-                raise InvalidParams(f"invalid params for {method}: {detail}") from None
-
-        async def send(retry_body: dict[str, Any] | None) -> Any:
-            return await self._send(spec, retry_body, timeout, progress)
-
-        result = await send(body)
-        if spec.may_require_input and resolve_input and needs_input(result):
-            if not self.mrtr:
-                raise InputError(
-                    f"{method}: the server asks for input and this client's driver is off (mrtr=False); "
-                    "call with resolve_input=False to answer it yourself (see retry())"
-                )
-            result = await self.inputs.drive(spec, body, result, send)
-        return result
-
-    async def _new_session(self, sessions: int) -> None:
-        """The server ended the session: negotiate a new one (once, however many calls noticed)."""
-        assert self._renewal is not None
-        async with self._renewal:
-            if self._sessions != sessions:
-                return  # another call renewed it already
-            log.info("the server ended the session; starting a new one")
-            await self._connect()
-            self._sessions += 1
-
-    def _switch_version(self, refusal: UnsupportedProtocolVersion) -> bool:
-        """Adopt the newest version the refusal lists that we support, if it is of the same era."""
-        current = self.protocol_version
-        choice = self.registry.newest_mutual(refusal.supported, self.versions)
-        if choice is None or self.registry.era(choice) != self.registry.era(current):
-            return False
-        log.info("the server refused protocol %s; using %s", current, choice)
-        self.session.version = choice
-        return True
-
-    def _check_gate(self, spec: Any, body: Mapping[str, Any] | None) -> None:
-        gate = spec.capability
-        if gate is None or gate.side not in ("server", "receiver") or self.server_capabilities is None:
-            return
-        if not gate_allows(self.server_capabilities, gate, body):
-            missing = missing_paths(self.server_capabilities, gate, body)
-            raise CapabilityError(
-                f"the server does not offer {', '.join(missing) or gate.path} (needed for {spec.method})"
-            )
-
-    async def _send(
-        self, spec: Any, body: dict[str, Any] | None, timeout: Timeout, progress: ProgressCallback | None
-    ) -> Any:
-        try:
-            raw = await self.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
-        except ResponseStreamLost as exc:  # the request is lost with its stream: issue it again, with a new id
-            log.info("%s; sending %s again", exc, spec.method)
-            raw = await self.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
-        try:
-            return spec.parse_result(raw)
-        except (ValidationError, ValueError) as exc:
-            detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
-            raise RemoteProtocolError(f"the server sent an invalid {spec.method} result: {detail}") from exc
+        return await self.requests.request(
+            method, params, timeout=timeout, progress=progress, resolve_input=resolve_input
+        )
 
     async def retry(
         self, method: str, params: Mapping[str, Any] | None, result: Any, responses: Mapping[str, Any]
     ) -> Any:
         """With the driver off: send the retry of `method` for an `InputRequiredResult`, with your own answers."""
-        from .input import retry_params
-
-        spec = self.spec(method)
-        era = self.session.era
-        assert era is not None
-        body = era.decorate(self, self.protocol_version, params) or {}
-        return await self._send(spec, retry_params(body, result, responses), DEFAULT, None)
+        return await self.requests.retry(method, params, result, responses)
 
     async def fulfil(self, requests: Mapping[str, Any]) -> dict[str, Any]:
         """Answer input requests with this client's handlers (what the driver does each round)."""
@@ -470,15 +364,6 @@ class Client(Calls):
         era = self.session.era
         assert era is not None
         return era.listen(self, ListenRequest(kinds, tuple(sorted(set(resource_uris)))))
-
-
-_warned: set[tuple[str, str]] = set()
-
-
-def _warn_deprecated(version: str, method: str, reason: str | None) -> None:
-    if (version, method) not in _warned:
-        _warned.add((version, method))
-        log.warning("%s is deprecated in protocol %s%s", method, version, f": {reason}" if reason else "")
 
 
 __all__ = ["Client", "ClientSession", "Event", "Subscription", "connector_for"]

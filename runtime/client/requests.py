@@ -1,0 +1,179 @@
+"""The client's request pipeline: check a call against the negotiated table, send it, read the
+result, drive multi-round-trip input, and send it once more when the server ended the session or
+refused the version (`Client.request` is this, for the `Client` it belongs to)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from .. import wire
+from ..capabilities import gate_allows, missing_paths
+from ..correlation import ProgressCallback
+from ..errors import (
+    CapabilityError,
+    InputError,
+    InvalidParams,
+    RemoteProtocolError,
+    ResponseStreamLost,
+    SessionExpired,
+    UnsupportedProtocolVersion,
+)
+from ..registry import REQUEST, validation_detail
+from ..session import DEFAULT, Timeout
+from .input import needs_input, retry_params
+
+if TYPE_CHECKING:
+    from . import Client
+
+log = logging.getLogger("mcpgen.runtime.client")
+
+
+class Requests:
+    """The request pipeline of one client."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def spec(self, method: str) -> Any:
+        """The table row of `method` for the negotiated version, checked as ours to send."""
+        version = self.client.protocol_version
+        spec = self.client.registry.spec(version, method)
+        if spec is None:
+            raise CapabilityError(f"{method} is not a method of protocol {version}")
+        if spec.kind != REQUEST or not spec.direction.allows("client"):
+            raise CapabilityError(f"{method} is not a request a client sends in protocol {version}")
+        if spec.deprecated:
+            _warn_deprecated(version, method, spec.deprecation_reason)
+        return spec
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
+        resolve_input: bool = True,
+    ) -> Any:
+        """Send any request of the negotiated version's table; returns its result model.
+
+        For methods that may need input (MRTR), the driver answers input requests with this
+        client's handlers and retries. With `resolve_input=False` the `InputRequiredResult` is
+        returned instead, and `retry()` sends your own answers; a client made with `mrtr=False`
+        never answers by itself (`InputError` unless `resolve_input=False`).
+
+        Fails before sending (`CapabilityError`) if the method is not ours to send or the server
+        did not advertise the capability that gates it, and (`InvalidParams`) if the params do
+        not validate. Sent once more, after the fix, when the server ended the session
+        (`SessionExpired`: a new session first) or refused the version (`UnsupportedProtocolVersion`
+        listing another version of the same era).
+        """
+        sessions = self.client._sessions
+        try:
+            return await self._request(method, params, timeout, progress, resolve_input)
+        except SessionExpired:
+            await self._new_session(sessions)
+        except UnsupportedProtocolVersion as exc:
+            if not self._switch_version(exc):
+                raise
+        return await self._request(method, params, timeout, progress, resolve_input)
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | BaseModel | None,
+        timeout: Timeout,
+        progress: ProgressCallback | None,
+        resolve_input: bool,
+    ) -> Any:
+        spec = self.spec(method)
+        era = self.client.session.era
+        assert era is not None
+        body = era.decorate(self.client, self.client.protocol_version, wire.to_wire(params))
+        self._check_gate(spec, body)
+        if body is not None or spec.params_required:
+            try:
+                spec.parse_params(body)
+            except (ValidationError, ValueError) as exc:
+                detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
+                raise InvalidParams(f"invalid params for {method}: {detail}") from None
+
+        async def send(retry_body: dict[str, Any] | None) -> Any:
+            return await self._send(spec, retry_body, timeout, progress)
+
+        result = await send(body)
+        if spec.may_require_input and resolve_input and needs_input(result):
+            if not self.client.mrtr:
+                raise InputError(
+                    f"{method}: the server asks for input and this client's driver is off (mrtr=False); "
+                    "call with resolve_input=False to answer it yourself (see retry())"
+                )
+            result = await self.client.inputs.drive(spec, body, result, send)
+        return result
+
+    async def _new_session(self, sessions: int) -> None:
+        """The server ended the session: negotiate a new one (once, however many calls noticed)."""
+        assert self.client._renewal is not None
+        async with self.client._renewal:
+            if self.client._sessions != sessions:
+                return  # another call renewed it already
+            log.info("the server ended the session; starting a new one")
+            await self.client._connect()
+            self.client._sessions += 1
+
+    def _switch_version(self, refusal: UnsupportedProtocolVersion) -> bool:
+        """Adopt the newest version the refusal lists that we support, if it is of the same era."""
+        current = self.client.protocol_version
+        choice = self.client.registry.newest_mutual(refusal.supported, self.client.versions)
+        if choice is None or self.client.registry.era(choice) != self.client.registry.era(current):
+            return False
+        log.info("the server refused protocol %s; using %s", current, choice)
+        self.client.session.version = choice
+        return True
+
+    def _check_gate(self, spec: Any, body: Mapping[str, Any] | None) -> None:
+        gate = spec.capability
+        if gate is None or gate.side not in ("server", "receiver") or self.client.server_capabilities is None:
+            return
+        if not gate_allows(self.client.server_capabilities, gate, body):
+            missing = missing_paths(self.client.server_capabilities, gate, body)
+            raise CapabilityError(
+                f"the server does not offer {', '.join(missing) or gate.path} (needed for {spec.method})"
+            )
+
+    async def _send(
+        self, spec: Any, body: dict[str, Any] | None, timeout: Timeout, progress: ProgressCallback | None
+    ) -> Any:
+        try:
+            raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+        except ResponseStreamLost as exc:  # the request is lost with its stream: issue it again, with a new id
+            log.info("%s; sending %s again", exc, spec.method)
+            raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+        try:
+            return spec.parse_result(raw)
+        except (ValidationError, ValueError) as exc:
+            detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise RemoteProtocolError(f"the server sent an invalid {spec.method} result: {detail}") from exc
+
+    async def retry(
+        self, method: str, params: Mapping[str, Any] | None, result: Any, responses: Mapping[str, Any]
+    ) -> Any:
+        """With the driver off: send the retry of `method` for an `InputRequiredResult`, with your own answers."""
+        spec = self.spec(method)
+        era = self.client.session.era
+        assert era is not None
+        body = era.decorate(self.client, self.client.protocol_version, params) or {}
+        return await self._send(spec, retry_params(body, result, responses), DEFAULT, None)
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_deprecated(version: str, method: str, reason: str | None) -> None:
+    if (version, method) not in _warned:
+        _warned.add((version, method))
+        log.warning("%s is deprecated in protocol %s%s", method, version, f": {reason}" if reason else "")
