@@ -59,19 +59,7 @@ class Requests:
         progress: ProgressCallback | None = None,
         resolve_input: bool = True,
     ) -> Any:
-        """Send any request of the negotiated version's table; returns its result model.
-
-        For methods that may need input (MRTR), the driver answers input requests with this
-        client's handlers and retries. With `resolve_input=False` the `InputRequiredResult` is
-        returned instead, and `retry()` sends your own answers; a client made with `mrtr=False`
-        never answers by itself (`InputError` unless `resolve_input=False`).
-
-        Fails before sending (`CapabilityError`) if the method is not ours to send or the server
-        did not advertise the capability that gates it, and (`InvalidParams`) if the params do
-        not validate. Sent once more, after the fix, when the server ended the session
-        (`SessionExpired`: a new session first) or refused the version (`UnsupportedProtocolVersion`
-        listing another version of the same era).
-        """
+        """`Client.request` (see there)."""
         sessions = self.client._sessions
         try:
             return await self._request(method, params, timeout, progress, resolve_input)
