@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import secrets
 import time
 from collections.abc import Iterable
@@ -101,10 +102,19 @@ def resource_covers(resource: str, server_url: str) -> bool:
 
 
 def is_https_or_loopback(url: str) -> bool:
+    """True for an `https://` URL, and for `http://` on a loopback host (`localhost`, 127.0.0.0/8, ::1)."""
     parts = urlsplit(url)
     if parts.scheme == "https":
         return True
-    return parts.scheme == "http" and (parts.hostname or "") in ("localhost", "127.0.0.1", "::1")
+    if parts.scheme != "http":
+        return False
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _running_loop() -> object:

@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-from .errors import DiscoveryError, IssuerMismatchError
+from ._util import is_https_or_loopback
+from .errors import DiscoveryError, InsecureEndpointError, IssuerMismatchError
 from .metadata import (
     OAUTH_WELL_KNOWN,
     AuthorizationServerMetadata,
@@ -21,6 +22,16 @@ from .metadata import (
 
 MAX_DOCUMENT_BYTES = 1 << 20
 _STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+
+def require_secure(what: str, url: str, *, allow_insecure_http: bool = False) -> None:
+    """Raise `InsecureEndpointError` for a URL that is neither `https://` nor on a loopback host."""
+    if not allow_insecure_http and not is_https_or_loopback(url):
+        raise InsecureEndpointError(
+            f"{what} is at {url}: plain http on a host that is not loopback would carry tokens and "
+            "credentials in clear; use https (or allow_insecure_http=True for a test deployment)",
+            url=url,
+        )
 
 
 async def read_capped(response: httpx.Response, limit: int = MAX_DOCUMENT_BYTES) -> bytes:

@@ -37,6 +37,17 @@ class IssuerMismatchError(DiscoveryError):
         self.found = found
 
 
+class InsecureEndpointError(DiscoveryError):
+    """An endpoint authorization would use (the MCP server, the issuer, its token, authorization or
+    registration endpoint) is plain `http://` on a host that is not loopback: tokens, codes and
+    client secrets would cross the network in clear (OAuth 2.1 §1.5). Nothing is sent to it.
+    `allow_insecure_http=True` on the flow lifts the check, for a test deployment."""
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
 class UnsupportedServerError(AuthError):
     """The authorization server lacks something this client requires (PKCE with S256, a grant type,
     a usable token endpoint authentication method)."""

@@ -22,7 +22,12 @@ import httpx
 from ..transport.base import AUTHORIZING_EXTENSION
 from ._util import LoopLock, canonical_resource, origin, resource_covers, split_scopes, union_scopes
 from .challenge import first_with, parse_www_authenticate
-from .discovery import discover_authorization_server, discover_resource_metadata, legacy_authorization_server
+from .discovery import (
+    discover_authorization_server,
+    discover_resource_metadata,
+    legacy_authorization_server,
+    require_secure,
+)
 from .errors import AuthorizationLimitExceeded, DiscoveryError, ResourceMismatchError, TokenRequestError
 from .metadata import AuthorizationServerMetadata, ProtectedResourceMetadata
 from .signing import DPoPProofs, SigningKey, jwt_available
@@ -89,7 +94,10 @@ class OAuthFlow(httpx.Auth):
     With neither (a request before version negotiation) the 2025-03-26 fallbacks stay allowed.
     `dpop`: True sends DPoP proofs to the token endpoint, False never, None when the authorization
     server advertises ES256 proofs, the MCP server asks for DPoP and the `auth` extra is installed.
-    A DPoP-bound token then goes out with the DPoP scheme and a fresh proof on every request."""
+    A DPoP-bound token then goes out with the DPoP scheme and a fresh proof on every request.
+    Every endpoint authorization uses (the MCP server, the issuer and its endpoints) must be
+    `https://` or on a loopback host, else `InsecureEndpointError` before anything is sent there;
+    `allow_insecure_http=True` lifts that, for a test deployment on a private network."""
 
     requires_request_body = True
 
@@ -106,6 +114,7 @@ class OAuthFlow(httpx.Auth):
         max_authorizations: int = 3,
         legacy_fallbacks: bool = True,
         refresh_margin: float = 30.0,
+        allow_insecure_http: bool = False,
     ) -> None:
         if max_authorizations < 1:
             raise ValueError("max_authorizations must be at least 1")
@@ -117,6 +126,7 @@ class OAuthFlow(httpx.Auth):
         self.max_authorizations = max_authorizations
         self.legacy_fallbacks = legacy_fallbacks
         self.refresh_margin = refresh_margin
+        self.allow_insecure_http = allow_insecure_http
         self._http = http_client
         self._proofs = DPoPProofs(dpop_key)
         self._lock = LoopLock()
@@ -294,6 +304,9 @@ class OAuthFlow(httpx.Auth):
             return self._context  # step-up: same server, same authorization server
         headers = {"MCP-Protocol-Version": revision} if revision else {}
         server_url = self.server_url
+        for what, url in (("the MCP server", server_url), ("its resource metadata", challenge.resource_metadata)):
+            if url is not None:
+                require_secure(what, url, allow_insecure_http=self.allow_insecure_http)
         prm = await discover_resource_metadata(http, server_url, challenge.resource_metadata, headers)
         if prm is None:
             if not self._fallbacks_allowed(revision):
@@ -312,8 +325,11 @@ class OAuthFlow(httpx.Auth):
                     server_url=server_url,
                 )
             issuer = self._pick_issuer(prm.authorization_servers)
+            require_secure("the authorization server", issuer, allow_insecure_http=self.allow_insecure_http)
             meta = await discover_authorization_server(http, issuer, headers)
             resource = prm.resource
+        for name, endpoint in meta.endpoints():
+            require_secure(f"the authorization server's {name}", endpoint, allow_insecure_http=self.allow_insecure_http)
         dpop = self._proofs if self._wants_dpop(meta, prm, challenge) else None
         ctx = AuthContext(server_url, resource, meta, prm, dpop, revision)
         self._context = ctx

@@ -51,6 +51,7 @@ class FlowOptions(TypedDict, total=False):
     max_authorizations: int
     legacy_fallbacks: bool
     refresh_margin: float
+    allow_insecure_http: bool
 
 
 async def _resolve(assertion: Assertion) -> str:

@@ -126,6 +126,11 @@ class AuthorizationServerMetadata:
             legacy_defaults=True,
         )
 
+    def endpoints(self) -> list[tuple[str, str]]:
+        """(field name, URL) of each endpoint the document gives."""
+        named = ("token_endpoint", "authorization_endpoint", "registration_endpoint")
+        return [(name, url) for name in named if (url := getattr(self, name)) is not None]
+
     def supports_scope(self, scope: str) -> bool:
         return scope in (self.scopes_supported or ())
 

@@ -99,6 +99,7 @@ class OAuth(OAuthFlow):
         max_authorizations: int = 3,
         legacy_fallbacks: bool = True,
         refresh_margin: float = 30.0,
+        allow_insecure_http: bool = False,
     ) -> None:
         super().__init__(
             server_url=server_url,
@@ -111,6 +112,7 @@ class OAuth(OAuthFlow):
             max_authorizations=max_authorizations,
             legacy_fallbacks=legacy_fallbacks,
             refresh_margin=refresh_margin,
+            allow_insecure_http=allow_insecure_http,
         )
         if client_metadata_url is not None:
             parts = urlsplit(client_metadata_url)
@@ -194,15 +196,13 @@ class OAuth(OAuthFlow):
             return self.client
         if self.client_metadata_url is not None and ctx.metadata.client_id_metadata_document_supported:
             return ClientInfo(client_id=self.client_metadata_url, token_endpoint_auth_method="none")
-        redirect_uri = self.redirect_handler.redirect_uri
         stored = await self.storage.get_client(issuer)
-        if (
-            stored is not None
-            and stored.issuer in (None, issuer)
-            and not stored.secret_expired
-            and (not stored.redirect_uris or redirect_uri in stored.redirect_uris)
-        ):
-            return stored
+        if stored is not None and stored.issuer in (None, issuer) and not stored.secret_expired:
+            handler, uris = self.redirect_handler, stored.redirect_uris
+            adopts = isinstance(handler, BrowserRedirectHandler) and handler.adopt(uris)
+            if not uris or handler.redirect_uri in uris or adopts:
+                return stored
+        redirect_uri = self.redirect_handler.redirect_uri
         endpoint = ctx.metadata.registration_endpoint
         if endpoint is None:
             raise RegistrationError(

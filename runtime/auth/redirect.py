@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import webbrowser
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
@@ -55,7 +55,9 @@ class BrowserRedirectHandler:
 
     With `port=0` a free port is picked when the handler is made, so the redirect URI is known before
     client registration; RFC 8252 §7.3 has authorization servers accept any port on a loopback
-    redirect URI, but one that does not needs a fixed `port`. `timeout` bounds the wait for the user."""
+    redirect URI, but one that does not needs a fixed `port`. A stored registration's port is reused
+    when it is free (see `adopt`), so a new process does not register again. `timeout` bounds the
+    wait for the user."""
 
     def __init__(
         self,
@@ -69,16 +71,40 @@ class BrowserRedirectHandler:
         if not path.startswith("/"):
             raise ValueError("path must start with '/'")
         self.host = host
-        self.port = port or _free_port(host)
         self.path = path
         self.timeout = timeout
         self._open = open_browser or _default_open
-        url_host = f"[{host}]" if ":" in host else host
-        self._redirect_uri = f"http://{url_host}:{self.port}{path}"
+        self._port_chosen = port != 0
+        self._set_port(port or _free_port(host))
+
+    def _set_port(self, port: int) -> None:
+        self.port = port
+        url_host = f"[{self.host}]" if ":" in self.host else self.host
+        self._redirect_uri = f"http://{url_host}:{port}{self.path}"
 
     @property
     def redirect_uri(self) -> str:
         return self._redirect_uri
+
+    def adopt(self, redirect_uris: Sequence[str]) -> bool:
+        """Take the port of one of `redirect_uris` (an earlier registration's) that is this handler's
+        host and path and free now; True when `redirect_uri` is then one of them. A handler made with
+        an explicit `port` keeps it."""
+        if self._redirect_uri in redirect_uris:
+            return True
+        if self._port_chosen:
+            return False
+        for uri in redirect_uris:
+            parts = urlsplit(uri)
+            try:
+                port = parts.port
+            except ValueError:
+                continue
+            same_place = parts.scheme == "http" and parts.hostname == self.host and parts.path == self.path
+            if same_place and port and _is_free(self.host, port):
+                self._set_port(port)
+                return True
+        return False
 
     async def authorize(self, authorization_url: str) -> Mapping[str, str]:
         received: dict[str, str] = {}
@@ -139,14 +165,23 @@ async def _respond(stream: anyio.abc.SocketStream, status: int, title: str, mess
         pass
 
 
-def _free_port(host: str) -> int:
+def _free_port(host: str, port: int = 0) -> int:
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listener will: TIME_WAIT is no obstacle
+        sock.bind((host, port))
+        bound: int = sock.getsockname()[1]
+        return bound
+
+
+def _is_free(host: str, port: int) -> bool:
+    try:
+        _free_port(host, port)
+    except OSError:
+        return False
+    return True
 
 
 class HeadlessRedirectHandler:

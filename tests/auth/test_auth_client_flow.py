@@ -18,6 +18,7 @@ from mcpgen.runtime.auth import (
     ClientInfo,
     DiscoveryError,
     InMemoryTokenStorage,
+    InsecureEndpointError,
     IntrospectionVerifier,
     IssuerMismatchError,
     RegistrationError,
@@ -415,3 +416,39 @@ async def test_broken_resource_metadata_is_a_discovery_error(env: Env, document:
     with pytest.raises(DiscoveryError):
         await env.call(env.oauth())
     assert not env.as1.requests
+
+
+class _PlainTokenEndpoint(AuthServer):
+    """An https issuer whose metadata sends the client to a plain-http token endpoint."""
+
+    def metadata_doc(self) -> dict[str, Any]:
+        return {**super().metadata_doc(), "token_endpoint": "http://as.test/token"}
+
+
+async def test_plain_http_authorization_server_is_refused_before_any_request(env: Env) -> None:
+    plain = env.add_as(AuthServer(issuer="http://plain.test"))
+    env.resource_server(auth_server=plain)
+    with pytest.raises(InsecureEndpointError) as caught:
+        await env.call(env.oauth())
+    assert caught.value.url == "http://plain.test" and "https" in str(caught.value)
+    assert env.router.paths("plain.test") == []  # not even its metadata was fetched
+    # A test deployment may opt out.
+    assert (await env.call(env.oauth(allow_insecure_http=True))).status_code == 200
+
+
+async def test_plain_http_endpoint_in_metadata_is_refused_before_credentials_are_sent(env: Env) -> None:
+    env.as1 = env.add_as(_PlainTokenEndpoint())
+    env.resource_server()
+    with pytest.raises(InsecureEndpointError) as caught:
+        await env.call(env.oauth())
+    assert caught.value.url == "http://as.test/token"
+    assert not env.as1.seen("/register") and not env.as1.seen("/authorize") and not env.as1.seen("/token")
+
+
+async def test_plain_http_mcp_server_off_loopback_gets_no_authorization(env: Env) -> None:
+    env.resource_server()
+    env.router.mount("mcp.lan", env.rs)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    with pytest.raises(InsecureEndpointError):
+        await env.http.post("http://mcp.lan/mcp", json=message, auth=env.oauth())
+    assert env.router.paths("mcp.lan") == ["/mcp"] and not env.as1.requests

@@ -13,7 +13,7 @@ from mcpgen.runtime.auth import (
     format_challenge,
     parse_www_authenticate,
 )
-from mcpgen.runtime.auth._util import canonical_resource, resource_covers
+from mcpgen.runtime.auth._util import canonical_resource, is_https_or_loopback, resource_covers
 from mcpgen.runtime.auth.metadata import authorization_server_metadata_urls, protected_resource_metadata_urls
 
 
@@ -125,3 +125,23 @@ def test_metadata_documents_are_validated() -> None:
         AuthorizationServerMetadata.from_document(
             {"issuer": "https://as.test"}, url="u", accepted_issuers=("https://as.test",)
         )
+
+
+@pytest.mark.parametrize(
+    ("url", "secure"),
+    [
+        ("https://as.example.com/token", True),
+        ("http://localhost:9000/token", True),
+        ("http://app.localhost/token", True),
+        ("http://127.0.0.1/token", True),
+        ("http://127.8.0.1:80/token", True),
+        ("http://[::1]:8080/token", True),
+        ("http://as.example.com/token", False),
+        ("http://10.0.0.1/token", False),
+        ("http://localhost.example.com/token", False),
+        ("ftp://localhost/token", False),
+        ("not a url", False),
+    ],
+)
+def test_only_https_or_loopback_endpoints_count_as_secure(url: str, secure: bool) -> None:
+    assert is_https_or_loopback(url) is secure

@@ -3,6 +3,7 @@ scripted "browser", and `HeadlessRedirectHandler`'s checks."""
 
 from __future__ import annotations
 
+import socket
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
@@ -10,8 +11,13 @@ import anyio.from_thread
 import httpx
 import pytest
 from auth_asgi import Resp, asgi
-from conftest import Env
-from mcpgen.runtime.auth import AuthorizationResponseError, BrowserRedirectHandler, HeadlessRedirectHandler
+from conftest import MCP_URL, Env
+from mcpgen.runtime.auth import (
+    AuthorizationResponseError,
+    BrowserRedirectHandler,
+    HeadlessRedirectHandler,
+    InMemoryTokenStorage,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -72,3 +78,45 @@ async def test_headless_handler_reads_only_its_own_redirect(
     else:
         with pytest.raises(AuthorizationResponseError):
             await handler.authorize("https://login.test/authorize")
+
+
+def _browser(env: Env) -> BrowserRedirectHandler:
+    async def browse(url: str) -> None:
+        location = (await env.http.get(url)).headers["location"]
+        async with httpx.AsyncClient() as real:
+            await real.get(location)
+
+    return BrowserRedirectHandler(open_browser=lambda url: anyio.from_thread.run(browse, url), timeout=60)
+
+
+async def test_a_new_process_reuses_its_registration_and_its_loopback_port(env: Env) -> None:
+    """Each run of a command line makes a new handler on a new free port; a stored registration's
+    port is taken back when it is free, so the client does not register again."""
+    env.resource_server()
+    storage = InMemoryTokenStorage()
+    first = _browser(env)
+    assert (await env.call(env.oauth(redirect_handler=first, storage=storage))).status_code == 200
+    await storage.set_tokens(MCP_URL, None)  # signed out: the next run authorizes again
+
+    second = _browser(env)
+    assert second.redirect_uri != first.redirect_uri
+    assert (await env.call(env.oauth(redirect_handler=second, storage=storage))).status_code == 200
+    assert second.redirect_uri == first.redirect_uri
+    assert len(env.as1.seen("/register")) == 1 and len(env.as1.seen("/authorize")) == 2
+
+
+async def test_a_busy_or_fixed_port_means_a_new_registration(env: Env) -> None:
+    env.resource_server()
+    storage = InMemoryTokenStorage()
+    first = _browser(env)
+    assert (await env.call(env.oauth(redirect_handler=first, storage=storage))).status_code == 200
+    await storage.set_tokens(MCP_URL, None)
+    with socket.socket() as busy:  # someone else holds the registered port now
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("127.0.0.1", first.port))
+        busy.listen()
+        second = _browser(env)
+        assert not second.adopt([first.redirect_uri])
+        assert (await env.call(env.oauth(redirect_handler=second, storage=storage))).status_code == 200
+    assert len(env.as1.seen("/register")) == 2
+    assert BrowserRedirectHandler(port=second.port).adopt([first.redirect_uri]) is False
