@@ -76,8 +76,7 @@ class ClientSession(Session):
         if method == "notifications/subscriptions/acknowledged":
             if stream is not None:
                 honoured = params.get("notifications")
-                stream.honoured = honoured if isinstance(honoured, dict) else {}
-                stream.acknowledged.set()
+                stream.acknowledge(honoured if isinstance(honoured, dict) else {})
             return
         if method == "notifications/cancelled":
             target = params.get("requestId")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ import anyio
 from pydantic import ValidationError
 
 from ..capabilities import has_capability
-from ..errors import ConnectionClosed, InvalidParams, McpError, McpRuntimeError, RequestTimeout
+from ..errors import ConnectionClosed, InvalidParams, McpError, McpRuntimeError, RequestTimeout, ResponseStreamLost
 from ..registry import validation_detail
 from ..server.subscriptions import LIST_KINDS, uri_covered
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpgen.runtime.client")
 EVENT_BUFFER = 1000
+RELISTEN_ATTEMPTS = 5  # consecutive re-opens of a broken listen stream without an acknowledgement
+RELISTEN_BACKOFF = (0.0, 0.5, 1.0, 2.0, 4.0)  # seconds before each of them
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class Event:
     kind: str
     uri: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    resumed: bool = False
+    """True for the events a re-opened listen stream reports: what changed while the stream was
+    down is unknown, so each subscribed kind and URI is reported once as changed."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,25 @@ class Subscription:
         self.acknowledged = anyio.Event()
         self.id: str | int | None = None
         self.error: McpRuntimeError | None = None
+        self.resumes = 0  # how many times a broken listen stream was opened again
+        self.on_acknowledged: Callable[[], None] | None = None
+
+    def acknowledge(self, honoured: Mapping[str, Any]) -> None:
+        """The server acknowledged the listen request (a re-opened one included)."""
+        self.honoured = honoured
+        self.acknowledged.set()
+        callback, self.on_acknowledged = self.on_acknowledged, None
+        if callback is not None:
+            callback()
+
+    def report_gap(self) -> None:
+        """After a re-opened stream's acknowledgement: each subscribed kind and URI, as changed."""
+        for key, value in self.honoured.items():
+            if key.endswith("ListChanged") and value is True:
+                self.push(Event(key[: -len("ListChanged")], resumed=True))
+        for uri in self.honoured.get("resourceSubscriptions") or ():
+            if isinstance(uri, str):
+                self.push(Event("resource", uri, resumed=True))
 
     def push(self, event: Event) -> None:
         try:
@@ -121,12 +145,12 @@ async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator
     except ValidationError as exc:
         raise InvalidParams(f"invalid listen params: {validation_detail(exc)}") from None
     sub = Subscription()
-    sub.id = request_id = session.next_id()
-    session.listens[request_id] = sub
+    sub.id = session.next_id()
+    session.listens[sub.id] = sub
 
     async def run() -> None:
         try:
-            await session.send_request("subscriptions/listen", body, timeout=None, request_id=request_id)
+            await _hold_listen(client, sub, body)
         except (McpError, ConnectionClosed) as exc:
             sub.error = exc
         finally:
@@ -154,7 +178,36 @@ async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator
             raise group.exceptions[0] from None
         raise
     finally:
-        session.listens.pop(request_id, None)
+        if sub.id is not None:
+            session.listens.pop(sub.id, None)
+
+
+async def _hold_listen(client: Client, sub: Subscription, body: dict[str, Any] | None) -> None:
+    """Hold the listen request open. A stream that breaks after its acknowledgement is opened again
+    with a new id (streams of this era cannot be resumed), and the gap is reported as `resumed`
+    events; after `RELISTEN_ATTEMPTS` re-opens in a row that get no acknowledgement, the loss is raised."""
+    session = client.session
+    failures = 0
+    while True:
+        assert sub.id is not None
+        try:
+            await session.send_request("subscriptions/listen", body, timeout=None, request_id=sub.id)
+            return
+        except ResponseStreamLost:
+            was_acknowledged = sub.acknowledged.is_set()
+            if not was_acknowledged and sub.resumes == 0:
+                raise  # the first stream never got going: the caller hears it from listen()
+            failures = 0 if was_acknowledged else failures + 1
+            if failures >= RELISTEN_ATTEMPTS or session.closed:
+                raise
+        await anyio.sleep(RELISTEN_BACKOFF[min(failures, len(RELISTEN_BACKOFF) - 1)])
+        log.info("the listen stream broke; opening it again")
+        session.listens.pop(sub.id, None)
+        sub.id = session.next_id()
+        session.listens[sub.id] = sub
+        sub.resumes += 1
+        sub.acknowledged = anyio.Event()
+        sub.on_acknowledged = sub.report_gap
 
 
 @asynccontextmanager

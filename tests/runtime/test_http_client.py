@@ -11,6 +11,8 @@ import httpx
 import pytest
 from http_peer import Received, Reply, Script, http_peer
 from mcpgen.runtime import Client, ConnectionClosed, McpError, MethodNotFound, NegotiationError
+from mcpgen.runtime.client import subscriptions
+from mcpgen.runtime.client.subscriptions import RELISTEN_ATTEMPTS
 from mcpgen.runtime.transport.http_client import http
 
 pytestmark = pytest.mark.anyio
@@ -630,3 +632,63 @@ async def test_an_older_handshake_version_is_spoken_only_when_accepted() -> None
                 pass
     listed = peer.posts("tools/list")[0]
     assert listed.headers["mcp-protocol-version"] == "2025-03-26", "the header names what the server agreed"
+
+
+class _Listening(Script):
+    """A modern server whose listen streams break: `breaks` of them after the acknowledgement and
+    one change, then the rest stay open and announce one change each."""
+
+    def __init__(self, breaks: int, ack: bool = True) -> None:
+        super().__init__()
+        self.breaks, self.ack = breaks, ack
+        self.opened = 0
+
+    async def on_request(self, request: Received, message: dict[str, Any], reply: Reply) -> None:
+        if message["method"] == "server/discover":
+            result = {"supportedVersions": [V26], "capabilities": {"tools": {"listChanged": True}}}
+            await reply.json(result_of(request, {"resultType": "complete", "ttlMs": 0, **result}))
+            return
+        if message["method"] != "subscriptions/listen":
+            await super().on_request(request, message, reply)
+            return
+        self.opened += 1
+        tag = {"_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]}}
+        await reply.sse()
+        if self.ack or self.opened == 1:
+            ack = {"notifications": {"toolsListChanged": True}, **tag}
+            await reply.event({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": ack})
+        change = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": tag}
+        await reply.event(change)
+        if self.opened <= self.breaks:
+            await reply.abort()
+            return
+        await reply.closed.wait()
+
+
+async def test_a_broken_listen_stream_is_opened_again_and_the_gap_reported() -> None:
+    script = _Listening(breaks=2)
+    async with http_peer(script) as peer, Client(peer.url) as client, client.listen(tools=True) as sub:
+        events = [await sub.next(timeout=30) for _ in range(5)]
+    assert [(e.kind, e.resumed) for e in events] == [
+        ("tools", False),  # the first stream's change
+        ("tools", True),  # re-opened: the gap
+        ("tools", False),
+        ("tools", True),
+        ("tools", False),  # the third stream holds
+    ]
+    listens = peer.posts("subscriptions/listen")
+    assert len(listens) == 3 and len({p.json["id"] for p in listens}) == 3
+    assert all(p.json["params"] == listens[0].json["params"] for p in listens)
+
+
+async def test_a_listen_stream_that_never_comes_back_ends_with_the_loss(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subscriptions, "RELISTEN_BACKOFF", (0.0, 0.01))
+    script = _Listening(breaks=1000, ack=False)  # re-opened streams are never acknowledged again
+    async with http_peer(script) as peer, Client(peer.url, validate_structured_output=False) as client:
+        async with client.listen(tools=True) as sub:
+            kinds = [event.kind async for event in sub]  # ends once the client gives up
+            with pytest.raises(ConnectionClosed, match="broke"):
+                await sub.next()
+        assert (await client.call_tool("x")).content[0].text == "called x", "the session keeps working"
+    assert len(peer.posts("subscriptions/listen")) == 1 + RELISTEN_ATTEMPTS
+    assert kinds == ["tools"] * (1 + RELISTEN_ATTEMPTS)
