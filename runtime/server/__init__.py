@@ -50,6 +50,7 @@ from .session import ServerSession
 from .subscriptions import Change, ListenStream
 
 if TYPE_CHECKING:
+    from ..auth import ProtectedResource
     from ..transport.http_server import HttpApp
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -121,6 +122,7 @@ class Server:
         self.sessions: set[ServerSession] = set()
         self.listening: set[ListenStream] = set()
         self.bus: ChangeBus = LocalBus()  # a shared bus (redis_bus.RedisBus) spreads changes across processes
+        self.http_auth: ProtectedResource | None = None  # what `http_app()` applies when given no `auth`
         self.router = Router(
             self.registry,
             self.versions,
@@ -389,9 +391,13 @@ class Server:
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """This server's Streamable HTTP endpoint (both eras) as an ASGI 3 application; see
-        `transport.http_server.HttpApp` for the options (security, event store, keep-alive...)."""
+        `transport.http_server.HttpApp` for the options (security, event store, keep-alive...).
+        Without an `auth` option, `self.http_auth` protects it: set that where the server is made,
+        and `mcpgen serve` and the worker app factory serve it protected too."""
         from ..transport.http_server import HttpApp
 
+        if options.get("auth") is None and self.http_auth is not None:
+            options["auth"] = self.http_auth
         return HttpApp(self, path=path, **options)
 
     def run_http(

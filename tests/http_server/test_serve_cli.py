@@ -59,3 +59,47 @@ def test_targets_name_files_modules_and_factories(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("MCPGEN_SERVER")
     with pytest.raises(LookupError, match="MCPGEN_SERVER"):
         app_factory()
+
+
+PROTECTED = """
+from mcpgen.runtime import Server
+from mcpgen.runtime.auth import AuthInfo, InvalidToken, ProtectedResource
+
+
+class OneToken:
+    async def verify(self, token: str) -> AuthInfo:
+        if token != "let-me-in":
+            raise InvalidToken("unknown token")
+        return AuthInfo(token=token, client_id="c", subject="alice", scopes=frozenset({"read"}))
+
+
+server = Server("vault")
+server.add_tool(lambda: "hello", name="hello")
+server.http_auth = ProtectedResource(
+    resource="http://127.0.0.1/mcp", authorization_servers=["https://auth.example.com"], verifier=OneToken()
+)
+"""
+
+
+@pytest.mark.anyio
+async def test_a_server_made_protected_is_served_protected_by_the_worker_factory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "protected_here.py").write_text(PROTECTED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MCPGEN_SERVER", "protected_here:server")
+    app = app_factory()
+    message = request(1, "tools/call", {"name": "hello", "arguments": {}, "_meta": meta()})
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    headers.update(modern_headers("tools/call", "hello"))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+        refused = await http.post("/mcp", json=message, headers=headers)
+        assert refused.status_code == 401
+        assert (
+            'resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
+            in (refused.headers["www-authenticate"])
+        )
+        document = (await http.get("/.well-known/oauth-protected-resource/mcp")).json()
+        assert document["authorization_servers"] == ["https://auth.example.com"]
+        allowed = await http.post("/mcp", json=message, headers={**headers, "authorization": "Bearer let-me-in"})
+        assert allowed.json()["result"]["content"][0]["text"] == "hello"
