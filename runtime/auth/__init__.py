@@ -26,6 +26,7 @@ The JWT pieces (client assertions, DPoP, `JWTVerifier`) need the `auth` extra.
 """
 
 from .challenge import Challenge, format_challenge, parse_www_authenticate
+from .dpop import DPoPProofChecker, InvalidDPoPProof
 from .errors import (
     AuthError,
     AuthorizationLimitExceeded,
@@ -69,6 +70,7 @@ __all__ = [
     "Challenge",
     "ClientCredentials",
     "ClientInfo",
+    "DPoPProofChecker",
     "DPoPProofs",
     "DiscoveryError",
     "EnterpriseManaged",
@@ -78,6 +80,7 @@ __all__ = [
     "InMemoryTokenStorage",
     "InsecureEndpointError",
     "IntrospectionVerifier",
+    "InvalidDPoPProof",
     "InvalidToken",
     "IssuerMismatchError",
     "JWTVerifier",

@@ -8,6 +8,10 @@
   hook sees the parsed JSON-RPC message of each POST (the body is buffered up to `max_body_size`
   bytes and replayed to the app) and returns the scopes that message needs.
 - Passes the validated principal on as `scope["mcpgen.auth"]` (`AUTH_SCOPE_KEY`), an `AuthInfo`.
+- DPoP (RFC 9449), on by default when the `auth` extra is installed: a DPoP-bound token (one whose
+  `AuthInfo.dpop_jkt` is set) is accepted only as `Authorization: DPoP <token>` with one `DPoP`
+  proof header that `DPoPProofChecker` accepts for this request, never as a bearer token; an
+  unbound token is refused with the DPoP scheme. `dpop_required` refuses bearer tokens altogether.
 
 `OPTIONS` requests (CORS preflights carry no credentials) and non-HTTP scopes pass through untouched.
 """
@@ -22,9 +26,11 @@ from typing import Any, TypeAlias
 
 from ._util import canonical_resource, origin, union_scopes
 from .challenge import format_challenge
+from .dpop import DPoPProofChecker, InvalidDPoPProof
 from .errors import InvalidToken, VerifierUnavailable
 from .metadata import PRM_WELL_KNOWN
 from .principal import AUTH_SCOPE_KEY, AuthInfo
+from .signing import jwt_available
 from .verifiers import TokenVerifier
 
 Scope: TypeAlias = MutableMapping[str, Any]
@@ -72,9 +78,17 @@ class BearerAuthMiddleware:
         resource_name: str | None = None,
         extra_metadata: Mapping[str, Any] | None = None,
         serve_root_metadata: bool = False,
+        dpop: bool | None = None,
+        dpop_required: bool = False,
     ) -> None:
         if not authorization_servers:
             raise ValueError("authorization_servers must name at least one authorization server")
+        if dpop is None:
+            dpop = jwt_available()
+        if dpop_required and not dpop:
+            raise ValueError("dpop_required needs DPoP on (and the `auth` extra: pip install 'mcpgen[auth]')")
+        self.dpop = DPoPProofChecker() if dpop else None
+        self.dpop_required = dpop_required
         self.app = app
         self.verifier = verifier
         self.resource = canonical_resource(resource)
@@ -95,6 +109,10 @@ class BearerAuthMiddleware:
             document["scopes_supported"] = list(scopes_supported)
         if resource_name is not None:
             document["resource_name"] = resource_name
+        if self.dpop is not None:
+            document["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)
+        if dpop_required:
+            document["dpop_bound_access_tokens_required"] = True
         document.update(extra_metadata or {})
         self.metadata = document
         self._metadata_body = json.dumps(document).encode()
@@ -114,19 +132,48 @@ class BearerAuthMiddleware:
 
     async def _verify(self, scope: Scope, send: Send) -> AuthInfo | None:
         """The principal of the request, or None after answering 401 (or 503)."""
-        token = self._bearer_token(scope)
-        if token is None:
+        found = self._credentials(scope)
+        if found is None:
             params = {"scope": self._scope_param(self.required_scopes)}
-            await self._challenge(send, 401, params, "authentication required")
+            await self._challenge(send, 401, params, "authentication required", dpop=self.dpop_required)
             return None
+        scheme, token = found
         try:
-            return await self.verifier.verify(token)
+            info = await self.verifier.verify(token)
+            self._check_binding(scheme, info, scope)
+            return info
+        except InvalidDPoPProof as exc:
+            params = {"error": "invalid_dpop_proof", "error_description": _header_safe(str(exc))}
+            await self._challenge(send, 401, params, str(exc), dpop=True)
         except InvalidToken as exc:
             params = {"error": "invalid_token", "error_description": _header_safe(str(exc))}
-            await self._challenge(send, 401, params, str(exc))
+            await self._challenge(send, 401, params, str(exc), dpop=scheme == "dpop" or self.dpop_required)
         except VerifierUnavailable:
             await _send_json(send, 503, {"error": "temporarily_unavailable"}, [(b"retry-after", b"5")])
         return None
+
+    def _check_binding(self, scheme: str, info: AuthInfo, scope: Scope) -> None:
+        """Raise unless the token is presented as its binding demands (RFC 9449 §7.1)."""
+        if scheme == "bearer":
+            if info.dpop_jkt is not None:
+                raise InvalidToken("DPoP-bound token presented as a bearer token")
+            if self.dpop_required:
+                raise InvalidToken("this resource takes DPoP-bound tokens only")
+            return
+        assert self.dpop is not None  # the DPoP scheme is only read with DPoP on
+        if info.dpop_jkt is None:
+            raise InvalidToken("the token is not DPoP-bound; present it as a bearer token")
+        proofs = [value for name, value in scope.get("headers", []) if name.lower() == b"dpop"]
+        if len(proofs) != 1:
+            raise InvalidDPoPProof("exactly one DPoP proof header is required")
+        path = scope.get("root_path", "") + scope.get("path", "")
+        self.dpop.check(
+            proofs[0].decode("latin-1"),
+            method=scope.get("method", "GET"),
+            url=origin(self.resource) + path,
+            token=info.token,
+            jkt=info.dpop_jkt,
+        )
 
     async def _check_scopes(self, info: AuthInfo, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """The `receive` to hand the app (replaying a buffered body), or None after answering 403/413."""
@@ -149,15 +196,16 @@ class BearerAuthMiddleware:
             return None
         return receive
 
-    @staticmethod
-    def _bearer_token(scope: Scope) -> str | None:
+    def _credentials(self, scope: Scope) -> tuple[str, str] | None:
+        """(`bearer` or `dpop`, the token) of the `Authorization` header, or None."""
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        schemes = ("bearer", "dpop") if self.dpop is not None else ("bearer",)
         for name, value in headers:
             if name.lower() == b"authorization":
                 scheme, _, credentials = value.decode("latin-1").strip().partition(" ")
                 credentials = credentials.strip()
-                if scheme.lower() == "bearer" and credentials and " " not in credentials:
-                    return credentials
+                if scheme.lower() in schemes and credentials and " " not in credentials:
+                    return scheme.lower(), credentials
                 return None
         return None
 
@@ -208,8 +256,17 @@ class BearerAuthMiddleware:
 
         return body, replay
 
-    async def _challenge(self, send: Send, status: int, params: Mapping[str, str | None], description: str) -> None:
-        challenge = format_challenge("Bearer", {"resource_metadata": self.resource_metadata_url, **params})
+    async def _challenge(
+        self, send: Send, status: int, params: Mapping[str, str | None], description: str, *, dpop: bool = False
+    ) -> None:
+        """A JSON error with a `WWW-Authenticate` challenge: Bearer, or DPoP (with `algs`) when `dpop`."""
+        if dpop and self.dpop is not None:
+            algs = " ".join(self.dpop.algorithms)
+            challenge = format_challenge(
+                "DPoP", {**params, "algs": algs, "resource_metadata": self.resource_metadata_url}
+            )
+        else:
+            challenge = format_challenge("Bearer", {"resource_metadata": self.resource_metadata_url, **params})
         error = params.get("error") or "invalid_request"
         await _send_json(
             send,

@@ -22,7 +22,9 @@ class AuthInfo:
     `subject` is the resource owner (`sub`), `client_id` the OAuth client the token was issued to,
     `scopes` the granted scopes, `expires_at` the expiry (epoch seconds) if known, `issuer` and
     `audience` as the token or the introspection response said, `claims` everything the verifier saw
-    (JWT claims or the introspection response), `token` the raw access token (never log it)."""
+    (JWT claims or the introspection response), `token` the raw access token (never log it).
+    `dpop_jkt` is the thumbprint of the key a DPoP-bound token is bound to (its `cnf.jkt`): such a
+    token is accepted only with a DPoP proof signed by that key, never as a bearer token."""
 
     token: str = field(repr=False)
     subject: str | None = None
@@ -32,6 +34,7 @@ class AuthInfo:
     issuer: str | None = None
     audience: tuple[str, ...] = ()
     claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    dpop_jkt: str | None = None
 
     @property
     def principal(self) -> str | None:

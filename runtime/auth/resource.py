@@ -46,7 +46,8 @@ class ProtectedResource:
     exact membership). `resource_name` and `extra_metadata` go into the metadata document;
     `serve_root_metadata` also serves it at the root well-known URL; `max_body_size` bounds the body
     the middleware reads to find the scopes a message needs (the endpoint's own limit, when served
-    by `Server.http_app`)."""
+    by `Server.http_app`). `dpop`: accept DPoP-bound tokens with their proofs (None: when the `auth`
+    extra is installed); `dpop_required`: accept nothing else."""
 
     resource: str
     authorization_servers: Sequence[str]
@@ -59,6 +60,8 @@ class ProtectedResource:
     extra_metadata: Mapping[str, Any] | None = None
     serve_root_metadata: bool = False
     max_body_size: int = DEFAULT_MAX_BODY
+    dpop: bool | None = None
+    dpop_required: bool = False
 
     def wrap(
         self, app: ASGIApp, *, scopes_for_request: ScopeHook | None = None, max_body_size: int | None = None
@@ -79,6 +82,8 @@ class ProtectedResource:
             resource_name=self.resource_name,
             extra_metadata=self.extra_metadata,
             serve_root_metadata=self.serve_root_metadata,
+            dpop=self.dpop,
+            dpop_required=self.dpop_required,
         )
 
 

@@ -8,6 +8,7 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -79,10 +80,7 @@ class SigningKey:
 
     def thumbprint(self) -> str:
         """The RFC 7638 SHA-256 JWK thumbprint (DPoP's `jkt`)."""
-        jwk = self.public_jwk()
-        members = _THUMBPRINT_MEMBERS.get(jwk.get("kty", ""), tuple(sorted(jwk)))
-        canonical = json.dumps({m: jwk[m] for m in members if m in jwk}, separators=(",", ":"), sort_keys=True)
-        return b64url(hashlib.sha256(canonical.encode()).digest())
+        return jwk_thumbprint(self.public_jwk())
 
     def sign(self, claims: dict[str, Any], headers: dict[str, Any] | None = None) -> str:
         jwt = jwt_module()
@@ -91,6 +89,13 @@ class SigningKey:
             extra["kid"] = self.kid
         token: str = jwt.encode(claims, self.private_key, algorithm=self.algorithm, headers=extra)
         return token
+
+
+def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
+    """The RFC 7638 SHA-256 thumbprint of a public JWK (DPoP's `jkt`)."""
+    members = _THUMBPRINT_MEMBERS.get(str(jwk.get("kty", "")), tuple(sorted(jwk)))
+    canonical = json.dumps({m: jwk[m] for m in members if m in jwk}, separators=(",", ":"), sort_keys=True)
+    return b64url(hashlib.sha256(canonical.encode()).digest())
 
 
 def client_assertion(key: SigningKey, client_id: str, audience: str, *, lifetime: int = 60) -> str:

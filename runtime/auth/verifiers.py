@@ -60,6 +60,7 @@ def _auth_info(token: str, claims: Mapping[str, Any]) -> AuthInfo:
         issuer=_opt_str(claims.get("iss")),
         audience=_audiences(claims.get("aud")),
         claims=dict(claims),
+        dpop_jkt=_opt_str(cnf.get("jkt")) if isinstance(cnf := claims.get("cnf"), Mapping) else None,
     )
 
 
@@ -81,8 +82,8 @@ class JWTVerifier(_HttpUser):
     """Verify JWT access tokens issued by `issuer` for `audience` (this server's resource URL, or
     several). Keys come from `jwks` (a static JWK set) or `jwks_uri` (fetched, cached `cache_ttl`
     seconds, refetched at most every `min_refetch_interval` seconds when a token names an unknown
-    key). A token carrying a DPoP confirmation (`cnf.jkt`) is refused: it must not be accepted as a
-    bearer token."""
+    key). A token's DPoP confirmation (`cnf.jkt`) comes back as `AuthInfo.dpop_jkt`, which
+    `BearerAuthMiddleware` accepts only with a matching proof."""
 
     def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
@@ -186,9 +187,6 @@ class JWTVerifier(_HttpUser):
             raise InvalidToken("token is not for this resource") from exc
         except jwt.PyJWTError as exc:
             raise InvalidToken(f"token rejected: {exc}") from exc
-        cnf = claims.get("cnf")
-        if isinstance(cnf, dict) and "jkt" in cnf:
-            raise InvalidToken("DPoP-bound token presented as a bearer token")
         return _auth_info(token, claims)
 
 
@@ -253,7 +251,4 @@ class IntrospectionVerifier(_HttpUser):
             raise InvalidToken("token is not for this resource")
         if self.issuer is not None and info.issuer != self.issuer:
             raise InvalidToken("token is from another issuer")
-        cnf = doc.get("cnf")
-        if isinstance(cnf, dict) and "jkt" in cnf:
-            raise InvalidToken("DPoP-bound token presented as a bearer token")
         return info

@@ -74,6 +74,8 @@ class Env:
         hook: Callable[[Any], Any] | None = None,
         verifier: TokenVerifier | None = None,
         app: Any = echo_app,
+        dpop: bool | None = False,
+        dpop_required: bool = False,
     ) -> BearerAuthMiddleware:
         server = auth_server or self.as1
         verifier = verifier or JWTVerifier(
@@ -87,6 +89,8 @@ class Env:
             required_scopes=required,
             scopes_supported=scopes_supported,
             scopes_for_request=hook,
+            dpop=dpop,
+            dpop_required=dpop_required,
         )
         self.router.mount("mcp.test", self.rs)
         return self.rs

@@ -54,12 +54,17 @@ async def test_valid_token_gives_the_principal(env: Env) -> None:
         {"iss": "https://evil.test"},  # another issuer
         {"exp": None},  # no expiry
         {"key": new_key()},  # signed with someone else's key under our kid
-        {"cnf": {"jkt": "abc"}},  # DPoP-bound token presented as bearer
     ],
 )
 async def test_bad_tokens_are_refused(env: Env, bad: dict[str, Any]) -> None:
     with pytest.raises(InvalidToken):
         await verifier(env).verify(token(env.as1, **bad))
+
+
+async def test_a_dpop_binding_is_reported_for_the_middleware_to_enforce(env: Env) -> None:
+    info = await verifier(env).verify(token(env.as1, cnf={"jkt": "thumb"}))
+    assert info.dpop_jkt == "thumb"
+    assert (await verifier(env).verify(token(env.as1))).dpop_jkt is None
 
 
 async def test_symmetric_and_none_algorithms_are_refused(env: Env) -> None:
