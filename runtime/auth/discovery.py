@@ -5,13 +5,13 @@ connection dropped by the server is retried once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 
-from ._util import is_https_or_loopback
-from .errors import DiscoveryError, InsecureEndpointError, IssuerMismatchError
+from ._util import canonical_resource, is_https_or_loopback, origin, resource_covers
+from .errors import DiscoveryError, InsecureEndpointError, IssuerMismatchError, ResourceMismatchError
 from .metadata import (
     OAUTH_WELL_KNOWN,
     AuthorizationServerMetadata,
@@ -118,3 +118,46 @@ async def legacy_authorization_server(
     if status >= 500 or status == 429:
         raise DiscoveryError(f"authorization server metadata request to {url} failed with HTTP {status}")
     return AuthorizationServerMetadata.legacy_default(base)
+
+
+async def discover_servers(  # noqa: PLR0913 - one keyword per decision the flow makes
+    http: httpx.AsyncClient,
+    server_url: str,
+    resource_metadata_url: str | None,
+    revision: str | None,
+    *,
+    legacy: bool,
+    pick_issuer: Callable[[tuple[str, ...]], str],
+    allow_insecure_http: bool = False,
+) -> tuple[AuthorizationServerMetadata, ProtectedResourceMetadata | None, str]:
+    """(authorization server metadata, protected resource metadata or None, the resource to ask
+    tokens for) of the MCP server at `server_url`. Without resource metadata the 2025-03-26
+    fallbacks are used when `legacy` allows them; metadata for another resource raises
+    `ResourceMismatchError`; every URL is checked with `require_secure` before it is used."""
+    for what, url in (("the MCP server", server_url), ("its resource metadata", resource_metadata_url)):
+        if url is not None:
+            require_secure(what, url, allow_insecure_http=allow_insecure_http)
+    headers = {"MCP-Protocol-Version": revision} if revision else {}
+    prm = await discover_resource_metadata(http, server_url, resource_metadata_url, headers)
+    if prm is None:
+        if not legacy:
+            raise DiscoveryError(
+                f"{server_url} publishes no protected resource metadata (RFC 9728), and protocol "
+                f"revision {revision} has no fallback"
+            )
+        meta = await legacy_authorization_server(http, origin(server_url), headers)
+        resource = canonical_resource(server_url)
+    else:
+        if not resource_covers(prm.resource, server_url):
+            raise ResourceMismatchError(
+                f"protected resource metadata at {prm.url} is for {prm.resource}, not {server_url}",
+                resource=prm.resource,
+                server_url=server_url,
+            )
+        issuer = pick_issuer(prm.authorization_servers)
+        require_secure("the authorization server", issuer, allow_insecure_http=allow_insecure_http)
+        meta = await discover_authorization_server(http, issuer, headers)
+        resource = prm.resource
+    for name, endpoint in meta.endpoints():
+        require_secure(f"the authorization server's {name}", endpoint, allow_insecure_http=allow_insecure_http)
+    return meta, prm, resource

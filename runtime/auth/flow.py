@@ -20,15 +20,10 @@ from dataclasses import dataclass
 import httpx
 
 from ..transport.base import AUTHORIZING_EXTENSION
-from ._util import LoopLock, canonical_resource, origin, resource_covers, split_scopes, union_scopes
+from ._util import LoopLock, canonical_resource, origin, split_scopes, union_scopes
 from .challenge import first_with, parse_www_authenticate
-from .discovery import (
-    discover_authorization_server,
-    discover_resource_metadata,
-    legacy_authorization_server,
-    require_secure,
-)
-from .errors import AuthorizationLimitExceeded, DiscoveryError, ResourceMismatchError, TokenRequestError
+from .discovery import discover_servers
+from .errors import AuthorizationLimitExceeded, TokenRequestError
 from .metadata import AuthorizationServerMetadata, ProtectedResourceMetadata
 from .signing import DPoPProofs, SigningKey, jwt_available
 from .storage import InMemoryTokenStorage, TokenSet, TokenStorage
@@ -302,34 +297,16 @@ class OAuthFlow(httpx.Auth):
         assert self.server_url is not None
         if challenge.status == 403 and self._context is not None:
             return self._context  # step-up: same server, same authorization server
-        headers = {"MCP-Protocol-Version": revision} if revision else {}
         server_url = self.server_url
-        for what, url in (("the MCP server", server_url), ("its resource metadata", challenge.resource_metadata)):
-            if url is not None:
-                require_secure(what, url, allow_insecure_http=self.allow_insecure_http)
-        prm = await discover_resource_metadata(http, server_url, challenge.resource_metadata, headers)
-        if prm is None:
-            if not self._fallbacks_allowed(revision):
-                raise DiscoveryError(
-                    f"{server_url} publishes no protected resource metadata (RFC 9728), and protocol "
-                    f"revision {revision} has no fallback"
-                )
-            base = origin(server_url)
-            meta = await legacy_authorization_server(http, base, headers)
-            resource = canonical_resource(server_url)
-        else:
-            if not resource_covers(prm.resource, server_url):
-                raise ResourceMismatchError(
-                    f"protected resource metadata at {prm.url} is for {prm.resource}, not {server_url}",
-                    resource=prm.resource,
-                    server_url=server_url,
-                )
-            issuer = self._pick_issuer(prm.authorization_servers)
-            require_secure("the authorization server", issuer, allow_insecure_http=self.allow_insecure_http)
-            meta = await discover_authorization_server(http, issuer, headers)
-            resource = prm.resource
-        for name, endpoint in meta.endpoints():
-            require_secure(f"the authorization server's {name}", endpoint, allow_insecure_http=self.allow_insecure_http)
+        meta, prm, resource = await discover_servers(
+            http,
+            server_url,
+            challenge.resource_metadata,
+            revision,
+            legacy=self._fallbacks_allowed(revision),
+            pick_issuer=self._pick_issuer,
+            allow_insecure_http=self.allow_insecure_http,
+        )
         dpop = self._proofs if self._wants_dpop(meta, prm, challenge) else None
         ctx = AuthContext(server_url, resource, meta, prm, dpop, revision)
         self._context = ctx
