@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpgen.runtime.client")
 EVENT_BUFFER = 1000
 RELISTEN_ATTEMPTS = 5  # consecutive re-opens of a broken listen stream without an acknowledgement
-RELISTEN_BACKOFF = (0.0, 0.5, 1.0, 2.0, 4.0)  # seconds before each of them
+RELISTEN_BACKOFF = (0.0, 0.5, 1.0, 2.0, 4.0)  # seconds before a re-open, by breaks in a row
+RELISTEN_STABLE = 10.0  # a stream that lived this long resets the backoff
 
 
 @dataclass(frozen=True)
@@ -187,9 +188,11 @@ async def _hold_listen(client: Client, sub: Subscription, body: dict[str, Any] |
     with a new id (streams of this era cannot be resumed), and the gap is reported as `resumed`
     events; after `RELISTEN_ATTEMPTS` re-opens in a row that get no acknowledgement, the loss is raised."""
     session = client.session
-    failures = 0
+    failures = 0  # re-opens in a row that got no acknowledgement
+    streak = 0  # breaks in a row of streams that lived less than RELISTEN_STABLE seconds
     while True:
         assert sub.id is not None
+        opened = anyio.current_time()
         try:
             await session.send_request("subscriptions/listen", body, timeout=None, request_id=sub.id)
             return
@@ -200,7 +203,8 @@ async def _hold_listen(client: Client, sub: Subscription, body: dict[str, Any] |
             failures = 0 if was_acknowledged else failures + 1
             if failures >= RELISTEN_ATTEMPTS or session.closed:
                 raise
-        await anyio.sleep(RELISTEN_BACKOFF[min(failures, len(RELISTEN_BACKOFF) - 1)])
+        streak = 0 if anyio.current_time() - opened >= RELISTEN_STABLE else streak + 1
+        await anyio.sleep(RELISTEN_BACKOFF[min(streak, len(RELISTEN_BACKOFF) - 1)])  # never a tight loop
         log.info("the listen stream broke; opening it again")
         session.listens.pop(sub.id, None)
         sub.id = session.next_id()

@@ -665,7 +665,8 @@ class _Listening(Script):
         await reply.closed.wait()
 
 
-async def test_a_broken_listen_stream_is_opened_again_and_the_gap_reported() -> None:
+async def test_a_broken_listen_stream_is_opened_again_and_the_gap_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subscriptions, "RELISTEN_STABLE", 3600.0)  # every stream here counts as short-lived
     script = _Listening(breaks=2)
     async with http_peer(script) as peer, Client(peer.url) as client, client.listen(tools=True) as sub:
         events = [await sub.next(timeout=30) for _ in range(5)]
@@ -678,6 +679,9 @@ async def test_a_broken_listen_stream_is_opened_again_and_the_gap_reported() -> 
     ]
     listens = peer.posts("subscriptions/listen")
     assert len(listens) == 3 and len({p.json["id"] for p in listens}) == 3
+    # Streams that keep breaking are re-opened after a growing delay, never in a tight loop.
+    assert listens[1].at - listens[0].at >= subscriptions.RELISTEN_BACKOFF[1]
+    assert listens[2].at - listens[1].at >= subscriptions.RELISTEN_BACKOFF[2]
     assert all(p.json["params"] == listens[0].json["params"] for p in listens)
 
 
