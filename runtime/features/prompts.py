@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .common import dump, hints, is_content, is_context, text, wire_object
@@ -20,6 +20,7 @@ class PromptDef:
     content_types: frozenset[str]
     context_param: str | None = None
     icons: list[dict[str, Any]] | None = None
+    scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
 
     def describe(self) -> dict[str, Any]:
         return wire_object(
@@ -39,6 +40,7 @@ def make_prompt(  # noqa: PLR0913 - every keyword is a documented option
     title: str | None = None,
     description: str | None = None,
     argument_descriptions: dict[str, str] | None = None,
+    scopes: Collection[str] = (),
 ) -> PromptDef:
     found = hints(fn)
     context = None
@@ -59,6 +61,7 @@ def make_prompt(  # noqa: PLR0913 - every keyword is a documented option
         arguments=arguments,
         content_types=frozenset(content_types),
         context_param=context,
+        scopes=frozenset(scopes),
     )
 
 

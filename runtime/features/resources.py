@@ -23,6 +23,7 @@ class ResourceDef:
     mime_type: str | None = None
     annotations: dict[str, Any] | None = None
     context_param: str | None = None
+    scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
 
     def describe(self) -> dict[str, Any]:
         return wire_object(
@@ -44,6 +45,7 @@ class TemplateDef:
     mime_type: str | None = None
     context_param: str | None = None
     params: tuple[str, ...] = field(default_factory=tuple)
+    scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
 
     def describe(self) -> dict[str, Any]:
         return wire_object(
@@ -57,6 +59,7 @@ class TemplateDef:
 def make_resource(fn: Callable[..., Any], uri: str, **kw: Any) -> ResourceDef:
     name = kw.pop("name", None) or fn.__name__
     description = kw.pop("description", None)
+    kw["scopes"] = frozenset(kw.get("scopes", ()))
     return ResourceDef(
         uri=uri,
         name=name,
@@ -77,6 +80,7 @@ def make_template(fn: Callable[..., Any], uri_template: str, **kw: Any) -> Templ
         raise TypeError(f"resource template {uri_template}: the function has no parameter for {sorted(missing)}")
     name = kw.pop("name", None) or fn.__name__
     description = kw.pop("description", None)
+    kw["scopes"] = frozenset(kw.get("scopes", ()))
     return TemplateDef(
         template=template,
         name=name,

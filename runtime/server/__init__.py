@@ -45,7 +45,7 @@ from . import handlers as builtin
 from .bus import ChangeBus, LocalBus
 from .context import Elicited, RequestContext
 from .pagination import Cursors
-from .registry import Features, infer_capabilities
+from .registry import Features, infer_capabilities, scopes_needed
 from .session import ServerSession
 from .subscriptions import Change, ListenStream
 
@@ -251,9 +251,10 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: Mapping[str, str] | None = None,
+        scopes: Collection[str] = (),
     ) -> Callable[[F], F]: ...
 
-    def prompt(
+    def prompt(  # noqa: PLR0913 - every keyword is a documented option
         self,
         fn: F | None = None,
         /,
@@ -262,11 +263,13 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         argument_descriptions: Mapping[str, str] | None = None,
+        scopes: Collection[str] = (),
     ) -> F | Callable[[F], F]:
-        """Register a function as a prompt (`@server.prompt`, or `@server.prompt(...)` with options)."""
+        """Register a function as a prompt (`@server.prompt`, or `@server.prompt(...)` with options);
+        `scopes` as for tools."""
 
         def register(f: F) -> F:
-            options = {"argument_descriptions": dict(argument_descriptions or {})}
+            options = {"argument_descriptions": dict(argument_descriptions or {}), "scopes": scopes}
             self.add_prompt(f, name=name, title=title, description=description, **options)
             return f
 
@@ -279,7 +282,7 @@ class Server:
     def remove_prompt(self, name: str) -> None:
         self.prompts.remove(name)
 
-    def resource(
+    def resource(  # noqa: PLR0913 - every keyword is a documented option
         self,
         uri: str,
         *,
@@ -287,11 +290,14 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
+        scopes: Collection[str] = (),
     ) -> Callable[[F], F]:
-        """Register a static resource (`uri`) or, when `uri` has `{...}`, a resource template."""
+        """Register a static resource (`uri`) or, when `uri` has `{...}`, a resource template;
+        `scopes` as for tools (for reading it, subscribing to it and listening to its changes)."""
 
         def register(f: F) -> F:
-            options = {"name": name, "title": title, "description": description, "mime_type": mime_type}
+            options: dict[str, Any] = {"name": name, "title": title, "description": description}
+            options.update(mime_type=mime_type, scopes=scopes)
             if "{" in uri:
                 self.add_resource_template(f, uri, **options)
             else:
@@ -334,14 +340,9 @@ class Server:
         self._capabilities.clear()
 
     def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
-        """The OAuth scopes a JSON-RPC message needs (a `tools/call` of a tool declared with
-        `scopes=`): the hook the HTTP auth middleware asks (`scopes_for_request`)."""
-        params = message.get("params")
-        if message.get("method") != "tools/call" or not isinstance(params, Mapping):
-            return frozenset()
-        name = params.get("name")
-        tool = self.tools.get(name) if isinstance(name, str) else None
-        return tool.scopes if tool is not None else frozenset()
+        """The OAuth scopes a JSON-RPC message needs (the `scopes=` of the tool, prompt or resource
+        it names): the hook the HTTP auth middleware asks (`scopes_for_request`)."""
+        return scopes_needed(self, message)
 
     # -- change notifications ---------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from ..mrtr import InputRequired
 from ..registry import validation_detail
 from ..worker import call
 from .pagination import page
+from .registry import MAX_URI_LENGTH
 from .session import HandshakeState
 from .subscriptions import serve_listen
 
@@ -134,9 +135,6 @@ async def list_resources(server: Server, ctx: RequestContext, params: Any) -> di
 async def list_templates(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
     items = [t.describe() for t in server.templates.values()]
     return _listing(server, "resourceTemplates", "templates", items, params)
-
-
-MAX_URI_LENGTH = 64 * 1024  # longer URIs are refused before any template is tried
 
 
 async def read_resource(server: Server, ctx: RequestContext, params: Any) -> Any:

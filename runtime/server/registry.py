@@ -8,7 +8,12 @@ registered (`infer_capabilities`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from . import Server
+
+MAX_URI_LENGTH = 64 * 1024  # longer URIs are refused (-32602) before any template is tried
 
 T = TypeVar("T")
 
@@ -68,3 +73,36 @@ def infer_capabilities(  # noqa: PLR0913 - every keyword is a documented option
     if extensions:
         caps["extensions"] = {k: dict(v) for k, v in extensions.items()}
     return caps
+
+
+def scopes_needed(server: Server, message: Mapping[str, Any]) -> frozenset[str]:
+    """The `scopes=` of what a message names: the tool of a `tools/call`, the prompt of a
+    `prompts/get`, the resource (or first matching template, as `resources/read` resolves it) of
+    a `resources/read` / `subscribe` / `unsubscribe`, and every URI a `subscriptions/listen` asks for."""
+    params = message.get("params")
+    method = message.get("method")
+    if not isinstance(params, Mapping):
+        return frozenset()
+    if method in ("tools/call", "prompts/get"):
+        found = (server.tools if method == "tools/call" else server.prompts).get(str(params.get("name")))
+        return found.scopes if found is not None else frozenset()
+    if method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+        uris = [params.get("uri")]
+    elif method == "subscriptions/listen":
+        wanted = params.get("notifications")
+        uris = list(wanted.get("resourceSubscriptions") or []) if isinstance(wanted, Mapping) else []
+    else:
+        return frozenset()
+    return frozenset().union(*(_resource_scopes(server, uri) for uri in uris if isinstance(uri, str)))
+
+
+def _resource_scopes(server: Server, uri: str) -> frozenset[str]:
+    if len(uri) > MAX_URI_LENGTH:
+        return frozenset()  # refused by the handler anyway
+    resource = server.resources.get(uri)
+    if resource is not None:
+        return resource.scopes
+    for template in server.templates.values():
+        if template.template.match(uri) is not None:
+            return template.scopes
+    return frozenset()

@@ -59,6 +59,14 @@ def make_server() -> Server:
     def write(ctx: RequestContext, text: str) -> str:
         return f"{principal(ctx).subject} wrote {text}"
 
+    @server.prompt(scopes=["notes:admin"])
+    def audit() -> str:
+        return "list every change"
+
+    @server.resource("notes://secret/{name}", scopes=["notes:secret"])
+    def secret(name: str) -> str:
+        return f"the {name} secret"
+
     @server.tool()
     async def confirm(ctx: RequestContext, item: str) -> str:
         answer = ctx.input_response("ok")
@@ -129,6 +137,38 @@ async def test_a_tool_that_needs_a_scope_triggers_step_up_with_the_union_of_scop
             assert (await whoami(client))["scopes"] == ["notes:read", "notes:write"]
         scopes = [r.query.get("scope", "").split() for r in site.auth_server.seen("/authorize")]
         assert [sorted(s) for s in scopes] == [["notes:read"], ["notes:read", "notes:write"]]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_prompts_and_resources_that_need_a_scope_trigger_step_up(mode: str) -> None:
+    async with deployed(make_server(), scopes_supported=["notes:read"], required_scopes=("notes:read",)) as site:
+        async with Client(site.url, auth=oauth(), mode=mode) as client:
+            assert (await whoami(client))["scopes"] == ["notes:read"]
+            read = await client.read_resource("notes://secret/door")
+            assert read.contents[0].text == "the door secret"
+            prompt = await client.get_prompt("audit")
+            assert prompt.messages[0].content.text == "list every change"
+            assert (await whoami(client))["scopes"] == ["notes:admin", "notes:read", "notes:secret"]
+        scopes = [sorted(r.query.get("scope", "").split()) for r in site.auth_server.seen("/authorize")]
+        assert scopes == [["notes:read"], ["notes:read", "notes:secret"], ["notes:admin", "notes:read", "notes:secret"]]
+
+
+def test_the_scopes_a_message_needs() -> None:
+    server = make_server()
+
+    def needs(method: str, params: Any) -> set[str]:
+        return set(server.scopes_for({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+
+    assert needs("tools/call", {"name": "write", "arguments": {}}) == {"notes:write"}
+    assert needs("tools/call", {"name": "whoami"}) == set()
+    assert needs("prompts/get", {"name": "audit"}) == {"notes:admin"}
+    assert needs("resources/read", {"uri": "notes://secret/x"}) == {"notes:secret"}
+    assert needs("resources/subscribe", {"uri": "notes://secret/x"}) == {"notes:secret"}
+    assert needs("resources/read", {"uri": "notes://public"}) == set()
+    listen = {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["notes://secret/a", 7]}}
+    assert needs("subscriptions/listen", listen) == {"notes:secret"}
+    for odd in ([], "x", None, {"name": 3}, {"uri": "notes://secret/" + "a" * 70_000}):
+        assert needs("tools/call", odd) == set() and needs("resources/read", odd) == set()
 
 
 async def test_a_scope_the_authorization_server_will_not_grant_fails_that_call_only() -> None:
