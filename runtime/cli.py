@@ -14,7 +14,8 @@ the authorization URL opens in the browser (and is printed), the browser comes b
 port, and the tokens (with the client's registration) are kept in `tokens.json` in mcpgen's
 configuration folder (`${XDG_CONFIG_HOME:-~/.config}/mcpgen` on Linux; owner-only), so the next
 command signs in without the browser until the tokens can no longer be refreshed. `--no-auth`
-never authorizes. Time spent signing in does not count against `--timeout`.
+never authorizes. Time spent signing in does not count against `--timeout`. `mcpgen logout --url
+URL` revokes those tokens where the authorization server allows it and forgets them.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ def redirect_handler() -> RedirectHandler:
     return BrowserRedirectHandler()
 
 
-def oauth() -> OAuth:
+def oauth(server_url: str | None = None) -> OAuth:
     """The authorization the command line gives a `--url` server: OAuth when the server asks."""
     from .auth import FileTokenStorage, OAuth
 
-    return OAuth(redirect_handler=redirect_handler(), storage=FileTokenStorage(token_file()), client_name="mcpgen CLI")
+    storage = FileTokenStorage(token_file())
+    return OAuth(redirect_handler=redirect_handler(), storage=storage, client_name="mcpgen CLI", server_url=server_url)
 
 
 _dump = to_wire
@@ -311,3 +313,28 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
             click.echo(json.dumps(result["structuredContent"], indent=2))
     if result.get("isError"):
         sys.exit(1)
+
+
+@click.command()
+@click.option("--url", required=True, help="The Streamable HTTP server to sign out of.")
+def logout(url: str) -> None:
+    """Sign out of a server: revoke the tokens kept for it (RFC 7009, where the authorization
+    server offers it) and forget them."""
+    from .auth import AuthError
+
+    flow = oauth(url)
+
+    async def sign_out() -> tuple[bool, bool]:
+        had_tokens = await flow.storage.get_tokens(flow._storage_key) is not None
+        return had_tokens, await flow.sign_out()
+
+    try:
+        had_tokens, revoked = anyio.run(sign_out)
+    except (AuthError, OSError, ValueError) as exc:
+        raise click.ClickException(f"could not sign out: {exc}") from None
+    if not had_tokens:
+        click.echo(f"no sign-in was kept for {url}")
+    elif revoked:
+        click.echo(f"signed out of {url}: the tokens were revoked and forgotten")
+    else:
+        click.echo(f"signed out of {url}: the tokens were forgotten (the authorization server did not revoke them)")

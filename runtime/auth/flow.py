@@ -390,6 +390,13 @@ class OAuthFlow(httpx.Auth):
     def _wants_offline_access(self) -> bool:
         return False
 
+    async def sign_out(self) -> bool:
+        """Revoke this server's tokens where their authorization server allows it (RFC 7009), and
+        forget them; True when every revocation was accepted. See `signout.sign_out`."""
+        from .signout import sign_out
+
+        return await sign_out(self)
+
     async def clear(self) -> None:
         """Forget the tokens for this server (memory and storage); the next 401 authorizes anew."""
         async with self._lock.get():

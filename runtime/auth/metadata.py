@@ -65,6 +65,7 @@ class AuthorizationServerMetadata:
     token_endpoint: str
     authorization_endpoint: str | None = None
     registration_endpoint: str | None = None
+    revocation_endpoint: str | None = None
     scopes_supported: tuple[str, ...] | None = None
     grant_types_supported: tuple[str, ...] | None = None
     code_challenge_methods_supported: tuple[str, ...] | None = None
@@ -102,6 +103,7 @@ class AuthorizationServerMetadata:
             token_endpoint=token_endpoint,
             authorization_endpoint=_opt_str(doc, "authorization_endpoint"),
             registration_endpoint=_opt_str(doc, "registration_endpoint"),
+            revocation_endpoint=_opt_str(doc, "revocation_endpoint"),
             scopes_supported=tup("scopes_supported"),
             grant_types_supported=tup("grant_types_supported"),
             code_challenge_methods_supported=tup("code_challenge_methods_supported"),

@@ -62,6 +62,7 @@ class AuthServer:
     dpop_nonce: str | None = None
     pkce_methods: tuple[str, ...] | None = ("S256",)
     grant_types: tuple[str, ...] | None = None
+    revocation: bool = True
     key: ec.EllipticCurvePrivateKey = field(default_factory=new_key)
     kid: str = field(default_factory=lambda: secrets.token_hex(4))
     rs_credentials: tuple[str, str] = ("rs", "rs-secret")
@@ -123,6 +124,8 @@ class AuthServer:
             doc["grant_types_supported"] = list(self.grant_types)
         if self.dpop:
             doc["dpop_signing_alg_values_supported"] = ["ES256"]
+        if self.revocation:
+            doc["revocation_endpoint"] = self.endpoint("revoke")
         return doc
 
     def metadata_paths(self) -> set[str]:
@@ -152,6 +155,11 @@ class AuthServer:
             return json_resp(200, {"keys": [public_jwk(self.key, self.kid)]})
         if req.method == "POST" and route == "/introspect":
             return self.introspect(req)
+        if req.method == "POST" and route == "/revoke" and self.revocation:
+            form = req.form()  # RFC 7009: 200 whether or not the token was known
+            self.issued.pop(form.get("token", ""), None)
+            self.refresh_tokens.pop(form.get("token", ""), None)
+            return Resp(200, b"", {})
         return json_resp(404, {"error": "not_found"})
 
     def authorize(self, req: Req) -> Resp:

@@ -75,3 +75,17 @@ def test_a_failed_sign_in_is_one_clear_line(site: Deployment) -> None:
     assert out.startswith("Error: authorization failed: AuthorizationResponseError:"), out
     assert len(out.strip().splitlines()) == 1
     assert site.auth_server.grants("authorization_code") == [], "no code was redeemed"
+
+
+def test_logout_revokes_and_forgets_the_kept_tokens(site: Deployment, tmp_path: Path) -> None:
+    assert run("call", "whoami", "--url", site.url)[0] == 0
+    tokens = tmp_path / "config" / "mcpgen" / "tokens.json"
+    kept = json.loads(tokens.read_text())["tokens"][site.url]
+    code, out = run("logout", "--url", site.url)
+    assert (code, out.strip()) == (0, f"signed out of {site.url}: the tokens were revoked and forgotten")
+    assert site.url not in json.loads(tokens.read_text())["tokens"]
+    revoked = [r.form()["token"] for r in site.auth_server.seen("/revoke")]
+    assert revoked == [kept["refresh_token"], kept["access_token"]]
+    assert run("logout", "--url", site.url) == (0, f"no sign-in was kept for {site.url}\n")
+    assert run("call", "whoami", "--url", site.url)[0] == 0
+    assert len(site.auth_server.seen("/authorize")) == 2, "signed out: the next command signs in again"

@@ -452,3 +452,37 @@ async def test_plain_http_mcp_server_off_loopback_gets_no_authorization(env: Env
     with pytest.raises(InsecureEndpointError):
         await env.http.post("http://mcp.lan/mcp", json=message, auth=env.oauth())
     assert env.router.paths("mcp.lan") == ["/mcp"] and not env.as1.requests
+
+
+@pytest.mark.parametrize("same_process", [True, False])
+async def test_sign_out_revokes_the_tokens_and_forgets_them(env: Env, same_process: bool) -> None:
+    env.resource_server()
+    storage = InMemoryTokenStorage()
+    auth = env.oauth(storage=storage)
+    assert (await env.call(auth)).status_code == 200
+    stored = await storage.get_tokens(MCP_URL)
+    assert stored is not None and stored.refresh_token in env.as1.refresh_tokens
+    # A later process knows only the stored tokens: it finds the revocation endpoint by their issuer.
+    signing_out = auth if same_process else env.oauth(storage=storage, server_url=MCP_URL)
+    assert await signing_out.sign_out() is True
+    forms = [r.form() for r in env.as1.seen("/revoke")]
+    assert [(f["token"], f["token_type_hint"]) for f in forms] == [
+        (stored.refresh_token, "refresh_token"),
+        (stored.access_token, "access_token"),
+    ]
+    assert all(f["client_id"] == stored.client_id for f in forms)
+    assert stored.refresh_token not in env.as1.refresh_tokens and stored.access_token not in env.as1.issued
+    assert await storage.get_tokens(MCP_URL) is None
+    assert (await env.call(signing_out)).status_code == 200
+    assert len(env.as1.seen("/authorize")) == 2, "signed out: the next request authorizes again"
+
+
+async def test_sign_out_without_a_revocation_endpoint_only_forgets(env: Env) -> None:
+    env.as1.revocation = False
+    env.resource_server()
+    storage = InMemoryTokenStorage()
+    auth = env.oauth(storage=storage)
+    assert (await env.call(auth)).status_code == 200
+    assert await auth.sign_out() is False
+    assert await storage.get_tokens(MCP_URL) is None and not env.as1.seen("/revoke")
+    assert await env.oauth(storage=storage, server_url=MCP_URL).sign_out() is False, "nothing left to revoke"
