@@ -109,7 +109,7 @@ def is_https_or_loopback(url: str) -> bool:
     if parts.scheme != "http":
         return False
     host = (parts.hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":  # not `*.localhost`: the system resolver may send those to DNS
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

@@ -5,7 +5,8 @@ A proof is accepted when it is a JWS of type `dpop+jwt`, signed with an asymmetr
 server allows by the public key in its `jwk` header (no private members); its `htm` and `htu` are
 this request's method and URL (without query or fragment, after syntax normalisation); its `iat` is
 recent; its `ath` is the hash of the access token presented; its key's thumbprint is the token's
-`cnf.jkt`; and its `jti` has not been seen within the proof lifetime (a replay cache per process).
+`cnf.jkt`; and its `jti` has not been seen within the proof lifetime (a replay cache per process:
+with several worker processes, a proof could be replayed once against each other worker).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class InvalidDPoPProof(InvalidToken):
 
 
 def normalized_htu(url: str) -> str:
-    """`url` without query and fragment, scheme and host lower-cased, default port dropped."""
+    """`url` without query and fragment, scheme and host lower-cased, default port dropped.
+    `InvalidDPoPProof` for a URL with user information or an invalid port."""
     parts = urlsplit(url)
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     if ":" in host:
@@ -41,14 +43,16 @@ def normalized_htu(url: str) -> str:
     try:
         port = parts.port
     except ValueError:
-        port = None
+        raise InvalidDPoPProof(f"DPoP proof htu has an invalid port: {url!r}") from None
+    if "@" in parts.netloc:
+        raise InvalidDPoPProof("DPoP proof htu must not carry user information")
     netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
     return urlunsplit((scheme, netloc, parts.path or "/", "", ""))
 
 
 def access_token_hash(token: str) -> str:
     """The `ath` claim for `token`: base64url of its SHA-256."""
-    return b64url(hashlib.sha256(token.encode("ascii", "replace")).digest())
+    return b64url(hashlib.sha256(token.encode("utf-8")).digest())
 
 
 class DPoPProofChecker:
@@ -77,7 +81,14 @@ class DPoPProofChecker:
                 proof,
                 key,
                 algorithms=[header["alg"]],
-                options={"verify_aud": False, "verify_exp": False, "require": ["jti", "htm", "htu", "iat"]},
+                # iat is checked below, with the leeway both ways; PyJWT would refuse any future iat
+                options={
+                    "verify_aud": False,
+                    "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
+                    "require": ["jti", "htm", "htu", "iat"],
+                },
             )
         except jwt.PyJWTError as exc:
             raise InvalidDPoPProof(f"DPoP proof rejected: {exc}") from None

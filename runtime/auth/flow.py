@@ -22,7 +22,7 @@ import httpx
 from ..transport.base import AUTHORIZING_EXTENSION
 from ._util import LoopLock, canonical_resource, origin, split_scopes, union_scopes
 from .challenge import first_with, parse_www_authenticate
-from .discovery import discover_servers
+from .discovery import discover_servers, require_secure
 from .errors import AuthorizationLimitExceeded, TokenRequestError
 from .metadata import AuthorizationServerMetadata, ProtectedResourceMetadata
 from .signing import DPoPProofs, SigningKey, jwt_available
@@ -253,6 +253,7 @@ class OAuthFlow(httpx.Auth):
         auth = await self._client_auth(meta, tokens.client_id)
         if auth is None or not meta.token_endpoint or tokens.refresh_token is None:
             return None
+        require_secure("the token endpoint", meta.token_endpoint, allow_insecure_http=self.allow_insecure_http)
         form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
         if tokens.resource:
             form["resource"] = tokens.resource

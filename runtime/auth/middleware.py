@@ -22,6 +22,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import replace
 from typing import Any, TypeAlias
 
 from ._util import canonical_resource, origin, union_scopes
@@ -29,7 +30,7 @@ from .challenge import format_challenge
 from .dpop import DPoPProofChecker, InvalidDPoPProof
 from .errors import InvalidToken, VerifierUnavailable
 from .metadata import PRM_WELL_KNOWN
-from .principal import AUTH_SCOPE_KEY, AuthInfo
+from .principal import AUTH_SCOPE_KEY, AuthInfo, confirmation_jkt
 from .signing import jwt_available
 from .verifiers import TokenVerifier
 
@@ -153,7 +154,10 @@ class BearerAuthMiddleware:
         return None
 
     def _check_binding(self, scheme: str, info: AuthInfo, scope: Scope) -> None:
-        """Raise unless the token is presented as its binding demands (RFC 9449 §7.1)."""
+        """Raise unless the token is presented as its binding demands (RFC 9449 §7.1). A verifier
+        that leaves `dpop_jkt` unset still binds a token whose claims carry `cnf.jkt`."""
+        if info.dpop_jkt is None:
+            info = replace(info, dpop_jkt=confirmation_jkt(info.claims))
         if scheme == "bearer":
             if info.dpop_jkt is not None:
                 raise InvalidToken("DPoP-bound token presented as a bearer token")
@@ -166,11 +170,10 @@ class BearerAuthMiddleware:
         proofs = [value for name, value in scope.get("headers", []) if name.lower() == b"dpop"]
         if len(proofs) != 1:
             raise InvalidDPoPProof("exactly one DPoP proof header is required")
-        path = scope.get("root_path", "") + scope.get("path", "")
-        self.dpop.check(
+        self.dpop.check(  # `path` holds any mount prefix (ASGI; as HttpApp routes)
             proofs[0].decode("latin-1"),
             method=scope.get("method", "GET"),
-            url=origin(self.resource) + path,
+            url=origin(self.resource) + scope.get("path", ""),
             token=info.token,
             jkt=info.dpop_jkt,
         )

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._util import now
+from .errors import InvalidToken
 
 AUTH_SCOPE_KEY = "mcpgen.auth"
 
@@ -50,3 +51,16 @@ class AuthInfo:
     @property
     def expired(self) -> bool:
         return self.expires_at is not None and now() >= self.expires_at
+
+
+def confirmation_jkt(claims: Mapping[str, Any]) -> str | None:
+    """The `cnf.jkt` of token claims (RFC 9449 §6), None without one; `InvalidToken` for a
+    confirmation whose `jkt` is not a non-empty string (a malformed binding never turns a token
+    into a bearer token)."""
+    cnf = claims.get("cnf")
+    if not isinstance(cnf, Mapping) or "jkt" not in cnf:
+        return None
+    jkt = cnf["jkt"]
+    if not isinstance(jkt, str) or not jkt:
+        raise InvalidToken("malformed DPoP confirmation (cnf.jkt)")
+    return jkt

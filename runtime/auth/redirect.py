@@ -109,7 +109,12 @@ class BrowserRedirectHandler:
     async def authorize(self, authorization_url: str) -> Mapping[str, str]:
         received: dict[str, str] = {}
         done = anyio.Event()
-        listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+        try:
+            listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+        except OSError as exc:
+            raise AuthorizationResponseError(
+                f"cannot listen for the authorization response on {self.redirect_uri}: {exc}", reason="no_response"
+            ) from exc
 
         async def handle(stream: anyio.abc.SocketStream) -> None:
             async with stream:
@@ -170,7 +175,8 @@ def _free_port(host: str, port: int = 0) -> int:
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listener will: TIME_WAIT is no obstacle
+        if sys.platform != "win32":  # as the listener will: TIME_WAIT is no obstacle (Windows: exclusive use)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         bound: int = sock.getsockname()[1]
         return bound

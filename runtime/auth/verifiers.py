@@ -22,7 +22,7 @@ import httpx
 from ._util import LoopLock, basic_auth_header, split_scopes
 from .discovery import decode_json, read_capped
 from .errors import AuthError, InvalidToken, VerifierUnavailable
-from .principal import AuthInfo
+from .principal import AuthInfo, confirmation_jkt
 from .signing import jwt_module
 
 DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -60,7 +60,7 @@ def _auth_info(token: str, claims: Mapping[str, Any]) -> AuthInfo:
         issuer=_opt_str(claims.get("iss")),
         audience=_audiences(claims.get("aud")),
         claims=dict(claims),
-        dpop_jkt=_opt_str(cnf.get("jkt")) if isinstance(cnf := claims.get("cnf"), Mapping) else None,
+        dpop_jkt=confirmation_jkt(claims),
     )
 
 

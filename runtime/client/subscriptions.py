@@ -9,6 +9,7 @@ changes the server pushes. Either way the caller iterates a `Subscription` of `E
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -19,7 +20,7 @@ import anyio
 from pydantic import ValidationError
 
 from ..capabilities import has_capability
-from ..errors import ConnectionClosed, InvalidParams, McpError, McpRuntimeError, RequestTimeout, ResponseStreamLost
+from ..errors import ConnectionClosed, InvalidParams, McpError, McpRuntimeError, RequestTimeout
 from ..registry import validation_detail
 from ..server.subscriptions import LIST_KINDS, uri_covered
 
@@ -34,6 +35,7 @@ EVENT_BUFFER = 1000
 RELISTEN_ATTEMPTS = 5  # consecutive re-opens of a broken listen stream without an acknowledgement
 RELISTEN_BACKOFF = (0.0, 0.5, 1.0, 2.0, 4.0)  # seconds before a re-open, by breaks in a row
 RELISTEN_STABLE = 10.0  # a stream that lived this long resets the backoff
+RELISTEN_ACK_TIMEOUT: float | None = None  # how long a re-open may go unacknowledged (None: request_timeout)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator
     async def run() -> None:
         try:
             await _hold_listen(client, sub, body)
-        except (McpError, ConnectionClosed) as exc:
+        except (McpError, ConnectionClosed, RequestTimeout) as exc:
             sub.error = exc
         finally:
             sub.end()
@@ -184,34 +186,56 @@ async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator
 
 
 async def _hold_listen(client: Client, sub: Subscription, body: dict[str, Any] | None) -> None:
-    """Hold the listen request open. A stream that breaks after its acknowledgement is opened again
-    with a new id (streams of this era cannot be resumed), and the gap is reported as `resumed`
-    events; after `RELISTEN_ATTEMPTS` re-opens in a row that get no acknowledgement, the loss is raised."""
+    """Hold the listen request open. A stream that breaks after its acknowledgement (or whose
+    connection fails) is opened again with a new id (streams of this era cannot be resumed), and
+    the gap is reported as `resumed` events. A re-open that fails, is refused or is not
+    acknowledged within the client's `request_timeout` counts against `RELISTEN_ATTEMPTS`; after
+    that many in a row the last error is raised. The server ending an acknowledged listen with an
+    error, or the connection closing, ends it at once."""
     session = client.session
     failures = 0  # re-opens in a row that got no acknowledgement
     streak = 0  # breaks in a row of streams that lived less than RELISTEN_STABLE seconds
     while True:
-        assert sub.id is not None
         opened = anyio.current_time()
         try:
-            await session.send_request("subscriptions/listen", body, timeout=None, request_id=sub.id)
-            return
-        except ResponseStreamLost:
-            was_acknowledged = sub.acknowledged.is_set()
-            if not was_acknowledged and sub.resumes == 0:
-                raise  # the first stream never got going: the caller hears it from listen()
-            failures = 0 if was_acknowledged else failures + 1
-            if failures >= RELISTEN_ATTEMPTS or session.closed:
+            if await _listen_once(client, sub, body):
+                return
+            raise RequestTimeout("the re-opened listen stream was not acknowledged in time")
+        except (McpError, ConnectionClosed, RequestTimeout) as exc:
+            acknowledged = sub.acknowledged.is_set()
+            if session.closed or (sub.resumes == 0 and not acknowledged):
+                raise  # the connection is gone, or the first stream never got going (listen() says so)
+            if acknowledged and isinstance(exc, McpError):
+                raise  # the server ended the listen: its decision
+            failures = 0 if acknowledged else failures + 1
+            if failures >= RELISTEN_ATTEMPTS:
                 raise
+            log.info("the listen stream broke (%s); opening it again", exc)
         streak = 0 if anyio.current_time() - opened >= RELISTEN_STABLE else streak + 1
         await anyio.sleep(RELISTEN_BACKOFF[min(streak, len(RELISTEN_BACKOFF) - 1)])  # never a tight loop
-        log.info("the listen stream broke; opening it again")
-        session.listens.pop(sub.id, None)
+        if sub.id is not None:
+            session.listens.pop(sub.id, None)
         sub.id = session.next_id()
         session.listens[sub.id] = sub
         sub.resumes += 1
         sub.acknowledged = anyio.Event()
-        sub.on_acknowledged = sub.report_gap
+
+
+async def _listen_once(client: Client, sub: Subscription, body: dict[str, Any] | None) -> bool:
+    """One listen request, until the server answers it (True). A re-opened one must be acknowledged
+    within the client's `request_timeout`, else it is cancelled (False)."""
+    assert sub.id is not None
+    limit = RELISTEN_ACK_TIMEOUT if RELISTEN_ACK_TIMEOUT is not None else client.request_timeout
+    timeout = limit if sub.resumes else None
+    with anyio.CancelScope(deadline=math.inf if timeout is None else anyio.current_time() + timeout) as scope:
+
+        def acknowledged() -> None:
+            scope.deadline = math.inf
+            sub.report_gap()
+
+        sub.on_acknowledged = acknowledged if sub.resumes else None
+        await client.session.send_request("subscriptions/listen", body, timeout=None, request_id=sub.id)
+    return not scope.cancelled_caught
 
 
 @asynccontextmanager

@@ -397,7 +397,7 @@ class Server:
         and `mcpgen serve` and the worker app factory serve it protected too."""
         from ..transport.http_server import HttpApp
 
-        if options.get("auth") is None and self.http_auth is not None:
+        if "auth" not in options and self.http_auth is not None:  # `auth=None` serves it unprotected
             options["auth"] = self.http_auth
         return HttpApp(self, path=path, **options)
 

@@ -77,8 +77,10 @@ def infer_capabilities(  # noqa: PLR0913 - every keyword is a documented option
 
 def scopes_needed(server: Server, message: Mapping[str, Any]) -> frozenset[str]:
     """The `scopes=` of what a message names: the tool of a `tools/call`, the prompt of a
-    `prompts/get`, the resource (or first matching template, as `resources/read` resolves it) of
-    a `resources/read` / `subscribe` / `unsubscribe`, and every URI a `subscriptions/listen` asks for."""
+    `prompts/get`, the resource (or first matching template, as `resources/read` resolves it) of a
+    `resources/read`, the prompt or template a `completion/complete` completes for, and for a
+    `resources/subscribe` or a `subscriptions/listen`, every resource and template the subscribed
+    URIs may cover (a subscription to a URI also hears about the URIs below it)."""
     params = message.get("params")
     method = message.get("method")
     if not isinstance(params, Mapping):
@@ -86,17 +88,23 @@ def scopes_needed(server: Server, message: Mapping[str, Any]) -> frozenset[str]:
     if method in ("tools/call", "prompts/get"):
         found = (server.tools if method == "tools/call" else server.prompts).get(str(params.get("name")))
         return found.scopes if found is not None else frozenset()
-    if method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+    if method == "resources/read":
+        uri = params.get("uri")
+        return _resource_scopes(server, uri) if isinstance(uri, str) else frozenset()
+    if method == "completion/complete":
+        return _completion_scopes(server, params.get("ref"))
+    if method in ("resources/subscribe", "resources/unsubscribe"):
         uris = [params.get("uri")]
     elif method == "subscriptions/listen":
         wanted = params.get("notifications")
         uris = list(wanted.get("resourceSubscriptions") or []) if isinstance(wanted, Mapping) else []
     else:
         return frozenset()
-    return frozenset().union(*(_resource_scopes(server, uri) for uri in uris if isinstance(uri, str)))
+    return frozenset().union(*(_covered_scopes(server, uri) for uri in uris if isinstance(uri, str)))
 
 
 def _resource_scopes(server: Server, uri: str) -> frozenset[str]:
+    """The scopes of the resource `resources/read` would serve for `uri`."""
     if len(uri) > MAX_URI_LENGTH:
         return frozenset()  # refused by the handler anyway
     resource = server.resources.get(uri)
@@ -106,3 +114,31 @@ def _resource_scopes(server: Server, uri: str) -> frozenset[str]:
         if template.template.match(uri) is not None:
             return template.scopes
     return frozenset()
+
+
+def _covered_scopes(server: Server, uri: str) -> frozenset[str]:
+    """Every scope a subscription to `uri` may hear about: the resource it names, the resources
+    below it, and every template whose URIs may fall under it (judged by the template's literal
+    prefix, conservatively)."""
+    if len(uri) > MAX_URI_LENGTH:
+        return frozenset()
+    base = uri.rstrip("/") + "/"
+    found: set[str] = set(_resource_scopes(server, uri))
+    for resource in server.resources.values():
+        if resource.uri == uri or resource.uri.startswith(base):
+            found |= resource.scopes
+    for template in server.templates.values():
+        literal = template.template.template.split("{", 1)[0]
+        if literal.startswith(base) or base.startswith(literal) or uri.startswith(literal):
+            found |= template.scopes
+    return frozenset(found)
+
+
+def _completion_scopes(server: Server, ref: object) -> frozenset[str]:
+    if not isinstance(ref, Mapping):
+        return frozenset()
+    if ref.get("type") == "ref/prompt":
+        prompt = server.prompts.get(str(ref.get("name")))
+        return prompt.scopes if prompt is not None else frozenset()
+    template = server.templates.get(str(ref.get("uri")))
+    return template.scopes if template is not None and ref.get("type") == "ref/resource" else frozenset()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import time
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -24,6 +25,7 @@ from mcpgen.runtime.auth import (
     RegistrationError,
     ResourceMismatchError,
     TokenRequestError,
+    TokenSet,
     UnsupportedServerError,
 )
 
@@ -486,3 +488,16 @@ async def test_sign_out_without_a_revocation_endpoint_only_forgets(env: Env) -> 
     assert await auth.sign_out() is False
     assert await storage.get_tokens(MCP_URL) is None and not env.as1.seen("/revoke")
     assert await env.oauth(storage=storage, server_url=MCP_URL).sign_out() is False, "nothing left to revoke"
+
+
+async def test_stored_tokens_are_not_refreshed_at_a_plain_http_endpoint(env: Env) -> None:
+    env.resource_server()
+    env.router.mount("as.lan", env.as1.app)
+    storage = InMemoryTokenStorage()
+    stale = TokenSet("old", expires_at=time.time() - 1, refresh_token="r", issuer="http://as.lan",
+                     token_endpoint="http://as.lan/token", resource=MCP_URL, client_id="kept")  # fmt: skip
+    await storage.set_tokens(MCP_URL, stale)  # say, kept from a run with allow_insecure_http=True
+    await storage.set_client("http://as.lan", ClientInfo("kept", issuer="http://as.lan"))
+    with pytest.raises(InsecureEndpointError):
+        await env.call(env.oauth(storage=storage, server_url=MCP_URL))
+    assert env.router.paths("as.lan") == [], "the refresh token never crossed the network in clear"

@@ -10,8 +10,17 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from conftest import MCP_URL, Env
-from mcpgen.runtime.auth import DPoPProofChecker, DPoPProofs, InvalidDPoPProof, SigningKey, dpop, parse_www_authenticate
+from conftest import MCP_URL, Env, echo_app
+from mcpgen.runtime.auth import (
+    AuthInfo,
+    BearerAuthMiddleware,
+    DPoPProofChecker,
+    DPoPProofs,
+    InvalidDPoPProof,
+    SigningKey,
+    dpop,
+    parse_www_authenticate,
+)
 from mcpgen.runtime.auth.dpop import access_token_hash
 from test_auth_verifiers import token
 
@@ -165,3 +174,52 @@ def test_the_replay_cache_stays_bounded_under_a_flood(monkeypatch: pytest.Monkey
     with pytest.raises(InvalidDPoPProof, match="replayed"):  # the newest ones are still remembered
         checker.check(proof("tok", jti=max(checker._seen, key=checker._seen.__getitem__)), method="POST",
                       url=MCP_URL, token="tok", jkt=KEY.thumbprint())  # fmt: skip
+
+
+@pytest.mark.parametrize(("skew", "accepted"), [(-200, True), (10, True), (60, False), (-400, False)])
+async def test_clock_skew_is_tolerated_within_the_leeway(env: Env, skew: int, accepted: bool) -> None:
+    env.resource_server(dpop=None)  # proofs may be 300 s old, and 30 s from the future
+    tok = bound_token(env)
+    response = await post(env, f"DPoP {tok}", proof(tok, iat=int(time.time()) + skew))
+    assert (response.status_code == 200) is accepted
+
+
+@pytest.mark.parametrize("htu", ["https://user@mcp.test/mcp", "https://mcp.test:abc/mcp"])
+async def test_an_htu_with_user_information_or_a_bad_port_is_refused(env: Env, htu: str) -> None:
+    env.resource_server(dpop=None)
+    tok = bound_token(env)
+    assert (await post(env, f"DPoP {tok}", proof(tok, htu=htu))).status_code == 401
+
+
+@pytest.mark.parametrize("jkt", ["", 5, ["x"], None])
+async def test_a_malformed_confirmation_is_never_a_bearer_token(env: Env, jkt: Any) -> None:
+    env.resource_server(dpop=None)
+    response = await post(env, f"Bearer {token(env.as1, cnf={'jkt': jkt})}")
+    assert response.status_code == 401 and challenge_of(response)[1]["error"] == "invalid_token"
+
+
+class _ClaimsOnly:
+    """A verifier of the user's own that reports the claims but not `dpop_jkt`."""
+
+    async def verify(self, access_token: str) -> AuthInfo:
+        claims = jwt.decode(access_token, options={"verify_signature": False})
+        return AuthInfo(token=access_token, subject=claims["sub"], claims=claims)
+
+
+async def test_a_mounted_endpoint_and_a_verifier_that_only_reports_claims(env: Env) -> None:
+    """Mounted under /api (ASGI `root_path`, with `path` holding the prefix, as Starlette mounts),
+    with a verifier that leaves `dpop_jkt` unset: the binding still comes from `cnf.jkt`."""
+    middleware = BearerAuthMiddleware(
+        echo_app, verifier=_ClaimsOnly(), resource="https://api.test/api/mcp", authorization_servers=[env.as1.issuer]
+    )
+
+    async def mounted(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await middleware({**scope, "root_path": "/api"} if scope["type"] == "http" else scope, receive, send)
+
+    env.router.mount("api.test", mounted)
+    url = "https://api.test/api/mcp"
+    tok = bound_token(env)
+    headers = [("authorization", f"DPoP {tok}"), ("dpop", proof(tok, htu=url))]
+    assert (await env.http.post(url, json=MESSAGE, headers=headers)).status_code == 200
+    as_bearer = await env.http.post(url, json=MESSAGE, headers={"authorization": f"Bearer {tok}"})
+    assert as_bearer.status_code == 401

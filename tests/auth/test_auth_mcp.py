@@ -165,6 +165,18 @@ def test_the_scopes_a_message_needs() -> None:
     assert needs("resources/read", {"uri": "notes://secret/x"}) == {"notes:secret"}
     assert needs("resources/subscribe", {"uri": "notes://secret/x"}) == {"notes:secret"}
     assert needs("resources/read", {"uri": "notes://public"}) == set()
+    # A subscription covers the URIs below it: subscribing above a protected template needs its scopes.
+    for above in ("notes://secret", "notes://secret/", "notes://", "notes:"):
+        assert needs("resources/subscribe", {"uri": above}) == {"notes:secret"}, above
+        listen_above = {"notifications": {"resourceSubscriptions": [above]}}
+        assert needs("subscriptions/listen", listen_above) == {"notes:secret"}, above
+    assert needs("resources/subscribe", {"uri": "other://secret"}) == set()
+    assert needs("completion/complete", {"ref": {"type": "ref/prompt", "name": "audit"}}) == {"notes:admin"}
+    template_ref = {"type": "ref/resource", "uri": "notes://secret/{name}"}
+    assert needs("completion/complete", {"ref": template_ref, "argument": {"name": "name", "value": ""}}) == {
+        "notes:secret"
+    }
+    assert needs("completion/complete", {"ref": "x"}) == set()
     listen = {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["notes://secret/a", 7]}}
     assert needs("subscriptions/listen", listen) == {"notes:secret"}
     for odd in ([], "x", None, {"name": 3}, {"uri": "notes://secret/" + "a" * 70_000}):

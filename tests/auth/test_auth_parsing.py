@@ -132,7 +132,9 @@ def test_metadata_documents_are_validated() -> None:
     [
         ("https://as.example.com/token", True),
         ("http://localhost:9000/token", True),
-        ("http://app.localhost/token", True),
+        ("http://app.localhost/token", False),
+        ("http://127.0.0.1.evil.example/token", False),
+        ("http://127.0.0.1@evil.example/token", False),
         ("http://127.0.0.1/token", True),
         ("http://127.8.0.1:80/token", True),
         ("http://[::1]:8080/token", True),

@@ -103,3 +103,6 @@ async def test_a_server_made_protected_is_served_protected_by_the_worker_factory
         assert document["authorization_servers"] == ["https://auth.example.com"]
         allowed = await http.post("/mcp", json=message, headers={**headers, "authorization": "Bearer let-me-in"})
         assert allowed.json()["result"]["content"][0]["text"] == "hello"
+    open_app = app.server.http_app(auth=None)  # explicitly unprotected
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=open_app), base_url="http://127.0.0.1") as http:
+        assert (await http.post("/mcp", json=message, headers=headers)).status_code == 200

@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 from http_peer import Received, Reply, Script, http_peer
-from mcpgen.runtime import Client, ConnectionClosed, McpError, MethodNotFound, NegotiationError
+from mcpgen.runtime import Client, ConnectionClosed, McpError, MethodNotFound, NegotiationError, RequestTimeout
 from mcpgen.runtime.client import subscriptions
 from mcpgen.runtime.client.subscriptions import RELISTEN_ATTEMPTS
 from mcpgen.runtime.transport.http_client import http
@@ -638,9 +638,9 @@ class _Listening(Script):
     """A modern server whose listen streams break: `breaks` of them after the acknowledgement and
     one change, then the rest stay open and announce one change each."""
 
-    def __init__(self, breaks: int, ack: bool = True) -> None:
+    def __init__(self, breaks: int, ack: bool = True, refuse: int = 0) -> None:
         super().__init__()
-        self.breaks, self.ack = breaks, ack
+        self.breaks, self.ack, self.refuse = breaks, ack, refuse
         self.opened = 0
 
     async def on_request(self, request: Received, message: dict[str, Any], reply: Reply) -> None:
@@ -650,6 +650,10 @@ class _Listening(Script):
             return
         if message["method"] != "subscriptions/listen":
             await super().on_request(request, message, reply)
+            return
+        if self.opened and self.refuse:  # a re-open while the server restarts
+            self.refuse -= 1
+            await reply.send(503, b"restarting", content_type="text/plain")
             return
         self.opened += 1
         tag = {"_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]}}
@@ -696,3 +700,25 @@ async def test_a_listen_stream_that_never_comes_back_ends_with_the_loss(monkeypa
         assert (await client.call_tool("x")).content[0].text == "called x", "the session keeps working"
     assert len(peer.posts("subscriptions/listen")) == 1 + RELISTEN_ATTEMPTS
     assert kinds == ["tools"] * (1 + RELISTEN_ATTEMPTS)
+
+
+async def test_a_refused_re_open_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subscriptions, "RELISTEN_BACKOFF", (0.0, 0.01))
+    script = _Listening(breaks=1, refuse=2)
+    async with http_peer(script) as peer, Client(peer.url) as client, client.listen(tools=True) as sub:
+        events = [await sub.next(timeout=30) for _ in range(3)]
+    assert [e.resumed for e in events] == [False, True, False]
+    assert len(peer.posts("subscriptions/listen")) == 1 + 2 + 1  # the first, two refused, the one that held
+
+
+async def test_a_re_open_that_is_never_acknowledged_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subscriptions, "RELISTEN_BACKOFF", (0.0, 0.01))
+    monkeypatch.setattr(subscriptions, "RELISTEN_ACK_TIMEOUT", 0.2)
+    script = _Listening(breaks=1, ack=False)  # re-opened streams stay open, unacknowledged
+    async with http_peer(script) as peer, Client(peer.url, validate_structured_output=False) as client:
+        async with client.listen(tools=True) as sub:
+            assert [event.resumed async for event in sub] == [False] * (1 + RELISTEN_ATTEMPTS)
+            with pytest.raises(RequestTimeout, match="not acknowledged"):
+                await sub.next()
+        assert (await client.call_tool("x")).content[0].text == "called x", "the session keeps working"
+    assert len(peer.posts("subscriptions/listen")) == 1 + RELISTEN_ATTEMPTS
