@@ -379,7 +379,9 @@ class OAuthFlow(httpx.Auth):
 
     async def _grant(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> TokenSet:
         """Obtain tokens for `ctx.resource` from `ctx.metadata` with `scopes` (empty: omit `scope`)."""
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement a grant; use OAuth, ClientCredentials, ..."
+        )
 
     async def _client_auth(self, meta: AuthorizationServerMetadata, client_id: str | None) -> ClientAuth | None:
         """How this client authenticates at `meta`'s token endpoint (for refreshes), or None."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias, TypedDict
+from typing import ClassVar, TypeAlias, TypedDict
 
 import httpx
 from typing_extensions import Unpack
@@ -98,7 +98,15 @@ def _require_grant(meta: AuthorizationServerMetadata, grant: str) -> None:
 
 
 class _IssuerBound(OAuthFlow):
-    """Credentials that belong to one authorization server: `issuer`, or the first one used."""
+    """A grant whose client credentials belong to one authorization server (`issuer`, or the first
+    one used). Subclasses name `grant_type` and give the grant's own form fields
+    (`_grant_fields`); the request, the client authentication and refreshes are shared."""
+
+    grant_type: ClassVar[str]
+    client_id: str | None
+    client_secret: str | None = None
+    signing_key: SigningKey | None = None
+    auth_method: str | None = None
 
     def __init__(self, issuer: str | None, **options: Unpack[FlowOptions]) -> None:
         super().__init__(**options)
@@ -115,11 +123,36 @@ class _IssuerBound(OAuthFlow):
                 f"these client credentials belong to {self._bound_issuer}, but the server now uses {issuer}"
             )
 
+    async def _grant_fields(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> dict[str, str]:
+        """The grant's form fields besides `grant_type` and `scope`."""
+        return {}
+
+    def _scopes(self, suggested: list[str]) -> list[str]:
+        """The scopes to ask for, given those the server suggested."""
+        return suggested
+
+    async def _grant(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> TokenSet:
+        meta = ctx.metadata
+        self._check_issuer(meta.issuer)
+        _require_grant(meta, self.grant_type)
+        scopes = self._scopes(scopes)
+        fields = await self._grant_fields(http, ctx, scopes)
+        form = _with_scope({"grant_type": self.grant_type, **fields}, scopes)
+        return await self._request_tokens(http, ctx, form, self._secret(meta), scopes)
+
+    async def _client_auth(self, meta: AuthorizationServerMetadata, client_id: str | None) -> ClientAuth | None:
+        return self._secret(meta)
+
+    def _secret(self, meta: AuthorizationServerMetadata) -> ClientAuth:
+        return _secret_auth(self.client_id, self.client_secret, self.signing_key, meta, self.auth_method)
+
 
 class ClientCredentials(_IssuerBound):
     """The `client_credentials` grant. Give `client_secret` (method `auth_method`, default: what the
     server offers) or `signing_key` (`private_key_jwt`, assertion audience = the issuer). `scopes`,
     when given, replace the server-suggested scopes on the first request."""
+
+    grant_type = "client_credentials"
 
     def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
@@ -141,24 +174,16 @@ class ClientCredentials(_IssuerBound):
         self.auth_method = auth_method
         self.scopes = scopes
 
-    async def _grant(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> TokenSet:
-        meta = ctx.metadata
-        self._check_issuer(meta.issuer)
-        _require_grant(meta, "client_credentials")
-        if self.scopes is not None and self._requested is None:
-            scopes = list(self.scopes)
-        form = _with_scope({"grant_type": "client_credentials"}, scopes)
-        auth = _secret_auth(self.client_id, self.client_secret, self.signing_key, meta, self.auth_method)
-        return await self._request_tokens(http, ctx, form, auth, scopes)
-
-    async def _client_auth(self, meta: AuthorizationServerMetadata, client_id: str | None) -> ClientAuth | None:
-        return _secret_auth(self.client_id, self.client_secret, self.signing_key, meta, self.auth_method)
+    def _scopes(self, suggested: list[str]) -> list[str]:
+        return list(self.scopes) if self.scopes is not None and self._requested is None else suggested
 
 
 class WorkloadIdentity(_IssuerBound):
     """The RFC 7523 JWT bearer grant with a workload identity token as `assertion` (a string, or a
     callable returning one, called for each grant so a rotated token is picked up). `client_id` and
     `client_secret` are sent when the authorization server wants the client identified too."""
+
+    grant_type = JWT_BEARER
 
     def __init__(
         self,
@@ -174,16 +199,8 @@ class WorkloadIdentity(_IssuerBound):
         self.client_id = client_id
         self.client_secret = client_secret
 
-    async def _grant(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> TokenSet:
-        meta = ctx.metadata
-        self._check_issuer(meta.issuer)
-        _require_grant(meta, JWT_BEARER)
-        form = _with_scope({"grant_type": JWT_BEARER, "assertion": await _resolve(self.assertion)}, scopes)
-        auth = _secret_auth(self.client_id, self.client_secret, None, meta)
-        return await self._request_tokens(http, ctx, form, auth, scopes)
-
-    async def _client_auth(self, meta: AuthorizationServerMetadata, client_id: str | None) -> ClientAuth | None:
-        return _secret_auth(self.client_id, self.client_secret, None, meta)
+    async def _grant_fields(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> dict[str, str]:
+        return {"assertion": await _resolve(self.assertion)}
 
 
 class EnterpriseManaged(_IssuerBound):
@@ -191,6 +208,8 @@ class EnterpriseManaged(_IssuerBound):
     identity provider whose token endpoint is `idp_token_endpoint` (client `idp_client_id`, with
     `idp_client_secret` when it is confidential there). The resulting ID-JAG is presented to the MCP
     server's authorization server as client `client_id` / `client_secret`."""
+
+    grant_type = JWT_BEARER
 
     def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
@@ -212,14 +231,8 @@ class EnterpriseManaged(_IssuerBound):
         self.idp_client_id = idp_client_id
         self.idp_client_secret = idp_client_secret
 
-    async def _grant(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> TokenSet:
-        meta = ctx.metadata
-        self._check_issuer(meta.issuer)
-        _require_grant(meta, JWT_BEARER)
-        id_jag = await self._exchange(http, ctx, scopes)
-        form = _with_scope({"grant_type": JWT_BEARER, "assertion": id_jag}, scopes)
-        auth = _secret_auth(self.client_id, self.client_secret, None, meta)
-        return await self._request_tokens(http, ctx, form, auth, scopes)
+    async def _grant_fields(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> dict[str, str]:
+        return {"assertion": await self._exchange(http, ctx, scopes)}
 
     async def _exchange(self, http: httpx.AsyncClient, ctx: AuthContext, scopes: list[str]) -> str:
         """RFC 8693 token exchange at the identity provider: ID token in, ID-JAG out."""
@@ -241,6 +254,3 @@ class EnterpriseManaged(_IssuerBound):
                 f"the identity provider did not issue an ID-JAG (issued_token_type {issued_type!r})", status=200
             )
         return token
-
-    async def _client_auth(self, meta: AuthorizationServerMetadata, client_id: str | None) -> ClientAuth | None:
-        return _secret_auth(self.client_id, self.client_secret, None, meta)

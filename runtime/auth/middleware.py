@@ -140,9 +140,7 @@ class BearerAuthMiddleware:
             return None
         scheme, token = found
         try:
-            info = await self.verifier.verify(token)
-            self._check_binding(scheme, info, scope)
-            return info
+            return self._check_binding(scheme, await self.verifier.verify(token), scope)
         except InvalidDPoPProof as exc:
             params = {"error": "invalid_dpop_proof", "error_description": _header_safe(str(exc))}
             await self._challenge(send, 401, params, str(exc), dpop=True)
@@ -153,9 +151,10 @@ class BearerAuthMiddleware:
             await _send_json(send, 503, {"error": "temporarily_unavailable"}, [(b"retry-after", b"5")])
         return None
 
-    def _check_binding(self, scheme: str, info: AuthInfo, scope: Scope) -> None:
-        """Raise unless the token is presented as its binding demands (RFC 9449 §7.1). A verifier
-        that leaves `dpop_jkt` unset still binds a token whose claims carry `cnf.jkt`."""
+    def _check_binding(self, scheme: str, info: AuthInfo, scope: Scope) -> AuthInfo:
+        """`info` (with its `dpop_jkt`) when the token is presented as its binding demands (RFC 9449
+        §7.1), else raise. A verifier that leaves `dpop_jkt` unset still binds a token whose claims
+        carry `cnf.jkt`."""
         if info.dpop_jkt is None:
             info = replace(info, dpop_jkt=confirmation_jkt(info.claims))
         if scheme == "bearer":
@@ -163,7 +162,7 @@ class BearerAuthMiddleware:
                 raise InvalidToken("DPoP-bound token presented as a bearer token")
             if self.dpop_required:
                 raise InvalidToken("this resource takes DPoP-bound tokens only")
-            return
+            return info
         assert self.dpop is not None  # the DPoP scheme is only read with DPoP on
         if info.dpop_jkt is None:
             raise InvalidToken("the token is not DPoP-bound; present it as a bearer token")
@@ -177,6 +176,7 @@ class BearerAuthMiddleware:
             token=info.token,
             jkt=info.dpop_jkt,
         )
+        return info
 
     async def _check_scopes(self, info: AuthInfo, scope: Scope, receive: Receive, send: Send) -> Receive | None:
         """The `receive` to hand the app (replaying a buffered body), or None after answering 403/413."""

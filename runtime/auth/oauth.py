@@ -12,14 +12,16 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import httpx
+from typing_extensions import Unpack
 
 from ._util import new_state, pkce_pair
 from .errors import AuthorizationResponseError, RegistrationError, UnsupportedServerError
 from .flow import AuthContext, OAuthFlow
+from .grants import FlowOptions
 from .metadata import AuthorizationServerMetadata
 from .redirect import BrowserRedirectHandler, RedirectHandler
 from .signing import SigningKey
-from .storage import ClientInfo, TokenSet, TokenStorage
+from .storage import ClientInfo, TokenSet
 from .tokens import (
     ClientAuth,
     choose_auth_method,
@@ -89,31 +91,9 @@ class OAuth(OAuthFlow):
         client_metadata: Mapping[str, Any] | None = None,
         client_signing_key: SigningKey | None = None,
         offline_access: bool = True,
-        server_url: str | None = None,
-        storage: TokenStorage | None = None,
-        protocol_version: str | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        timeout: float = 30.0,
-        dpop: bool | None = None,
-        dpop_key: SigningKey | None = None,
-        max_authorizations: int = 3,
-        legacy_fallbacks: bool = True,
-        refresh_margin: float = 30.0,
-        allow_insecure_http: bool = False,
+        **options: Unpack[FlowOptions],
     ) -> None:
-        super().__init__(
-            server_url=server_url,
-            storage=storage,
-            protocol_version=protocol_version,
-            http_client=http_client,
-            timeout=timeout,
-            dpop=dpop,
-            dpop_key=dpop_key,
-            max_authorizations=max_authorizations,
-            legacy_fallbacks=legacy_fallbacks,
-            refresh_margin=refresh_margin,
-            allow_insecure_http=allow_insecure_http,
-        )
+        super().__init__(**options)
         if client_metadata_url is not None:
             parts = urlsplit(client_metadata_url)
             if parts.scheme != "https" or parts.path in ("", "/"):

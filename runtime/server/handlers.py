@@ -16,12 +16,12 @@ from pydantic import ValidationError
 
 from .. import wire
 from ..errors import InvalidParams, McpError
-from ..features import error_result, prompt_result, resource_contents, tool_result
+from ..features import TemplateDef, error_result, prompt_result, resource_contents, tool_result
 from ..mrtr import InputRequired
 from ..registry import validation_detail
 from ..worker import call
 from .pagination import page
-from .registry import MAX_URI_LENGTH
+from .registry import MAX_URI_LENGTH, resolve_resource
 from .session import HandshakeState
 from .subscriptions import serve_listen
 
@@ -141,26 +141,18 @@ async def read_resource(server: Server, ctx: RequestContext, params: Any) -> Any
     uri = params.uri
     if len(uri) > MAX_URI_LENGTH:
         raise InvalidParams(f"the URI is {len(uri)} characters long, over the {MAX_URI_LENGTH}-character limit")
-    resource = server.resources.get(uri)
-    if resource is not None:
-        kwargs: dict[str, Any] = {resource.context_param: ctx} if resource.context_param else {}
-        value = await call(resource.fn, **kwargs)
-        mime_type = resource.mime_type
-    else:
-        for template in server.templates.values():
-            variables = template.template.match(uri)
-            if variables is not None:
-                kwargs = {k: v for k, v in variables.items() if k in template.params}
-                if template.context_param:
-                    kwargs[template.context_param] = ctx
-                value = await call(template.fn, **kwargs)
-                mime_type = template.mime_type
-                break
-        else:
-            raise ctx.era.resource_not_found(uri)
+    found = resolve_resource(server, uri)
+    if found is None:
+        raise ctx.era.resource_not_found(uri)
+    served, variables = found
+    names = served.params if isinstance(served, TemplateDef) else ()
+    kwargs: dict[str, Any] = {k: v for k, v in variables.items() if k in names}
+    if served.context_param:
+        kwargs[served.context_param] = ctx
+    value = await call(served.fn, **kwargs)
     if isinstance(value, InputRequired):
         raise value
-    return resource_contents(uri, mime_type, value)
+    return resource_contents(uri, served.mime_type, value)
 
 
 async def subscribe(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .subscriptions import uri_covered
+
 if TYPE_CHECKING:
+    from ..features import ResourceDef, TemplateDef
     from . import Server
 
 MAX_URI_LENGTH = 64 * 1024  # longer URIs are refused (-32602) before any template is tried
@@ -103,29 +106,35 @@ def scopes_needed(server: Server, message: Mapping[str, Any]) -> frozenset[str]:
     return frozenset().union(*(_covered_scopes(server, uri) for uri in uris if isinstance(uri, str)))
 
 
-def _resource_scopes(server: Server, uri: str) -> frozenset[str]:
-    """The scopes of the resource `resources/read` would serve for `uri`."""
-    if len(uri) > MAX_URI_LENGTH:
-        return frozenset()  # refused by the handler anyway
+def resolve_resource(server: Server, uri: str) -> tuple[ResourceDef | TemplateDef, dict[str, Any]] | None:
+    """What serves `uri`: the static resource of that URI, else the first template that matches it
+    (with the values of its variables); None when nothing does."""
     resource = server.resources.get(uri)
     if resource is not None:
-        return resource.scopes
+        return resource, {}
     for template in server.templates.values():
-        if template.template.match(uri) is not None:
-            return template.scopes
-    return frozenset()
+        variables = template.template.match(uri)
+        if variables is not None:
+            return template, variables
+    return None
+
+
+def _resource_scopes(server: Server, uri: str) -> frozenset[str]:
+    """The scopes of the resource `resources/read` would serve for `uri`."""
+    found = resolve_resource(server, uri) if len(uri) <= MAX_URI_LENGTH else None  # longer: refused anyway
+    return found[0].scopes if found is not None else frozenset()
 
 
 def _covered_scopes(server: Server, uri: str) -> frozenset[str]:
-    """Every scope a subscription to `uri` may hear about: the resource it names, the resources
-    below it, and every template whose URIs may fall under it (judged by the template's literal
-    prefix, conservatively)."""
+    """Every scope a subscription to `uri` may hear about: the resources it covers (as change
+    delivery decides, `uri_covered`) and every template whose URIs may fall under it (judged by the
+    template's literal prefix, conservatively)."""
     if len(uri) > MAX_URI_LENGTH:
         return frozenset()
     base = uri.rstrip("/") + "/"
-    found: set[str] = set(_resource_scopes(server, uri))
+    found: set[str] = set()
     for resource in server.resources.values():
-        if resource.uri == uri or resource.uri.startswith(base):
+        if uri_covered((uri,), resource.uri):
             found |= resource.scopes
     for template in server.templates.values():
         literal = template.template.template.split("{", 1)[0]
