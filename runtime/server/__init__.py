@@ -406,8 +406,9 @@ class Server:
     ) -> None:
         """Serve Streamable HTTP at http://host:port/path with uvicorn until interrupted
         (needs the `http` extra: `pip install 'mcpgen[http]'`)."""
-        from ..transport.http_serve import run_http
+        from ..transport.http_serve import require_uvicorn, run_http
 
+        require_uvicorn()  # before anything else: without the extra, one line that names it
         run_http(self.http_app(path, **options), host=host, port=port, log_level=log_level)
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import sniffio
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -80,6 +79,27 @@ def app_factory() -> HttpApp:
     return server.http_app(os.environ.get(PATH_ENV, "/mcp"))
 
 
+def running_on_trio() -> bool:
+    """Is the calling task run by trio? (anyio gives no public answer; trio is only ever running
+    when it has been imported, so this asks trio itself and needs no other package.)"""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
+
+
+def require_uvicorn() -> None:
+    """Raise a one-line ImportError naming the extra when the HTTP server is not installed."""
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ImportError("serving HTTP needs uvicorn: pip install 'mcpgen[http]'") from exc
+
+
 def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A listening TCP socket (port 0: a free port; read it from `getsockname()`)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -107,13 +127,14 @@ async def serve_http(  # noqa: PLR0913  (keyword-only settings)
     if sockets is None:
         sockets = [bind(host, port)]
     stop = shutdown or anyio.Event()
-    if sniffio.current_async_library() == "trio":
+    if running_on_trio():
         await _serve_hypercorn(app, sockets, stop, log_level)
     else:
         await _serve_uvicorn(app, sockets, stop, log_level)
 
 
 async def _serve_uvicorn(app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str) -> None:
+    require_uvicorn()
     import uvicorn
 
     class Graceful(uvicorn.Server):
@@ -137,7 +158,10 @@ async def _serve_uvicorn(app: HttpApp, sockets: Sequence[socket.socket], stop: a
 
 
 async def _serve_hypercorn(app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str) -> None:
-    from hypercorn.config import Config
+    try:
+        from hypercorn.config import Config
+    except ImportError as exc:
+        raise ImportError("serving HTTP on trio needs hypercorn: pip install 'mcpgen[trio]'") from exc
     from hypercorn.trio import serve
 
     config = Config()
@@ -154,10 +178,8 @@ async def _serve_hypercorn(app: HttpApp, sockets: Sequence[socket.socket], stop:
 
 def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
     """Serve `app` with uvicorn until interrupted (Ctrl-C): the blocking one-liner."""
-    try:
-        import uvicorn
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise ImportError("serving HTTP needs uvicorn: pip install 'mcpgen[http]'") from exc
+    require_uvicorn()
+    import uvicorn
 
     class Graceful(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
