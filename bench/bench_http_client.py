@@ -18,11 +18,12 @@ from typing import Any
 
 import anyio
 from _util import save, table
+from mcpgen.runtime import ClientChecks
 
 HERE = Path(__file__).resolve().parent
 CALLS = 600
 RUNS = 5
-ERA_MODE = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
+ERA_MODE = {"handshake (2025-11-25)": "handshake", "modern (2026-07-28)": "2026-07-28"}
 
 
 @contextmanager
@@ -41,7 +42,7 @@ def official_server(*options: str) -> Iterator[str]:
 async def ours(url: str, mode: str) -> tuple[float, float]:
     from mcpgen.runtime import Client
 
-    async with Client(url, mode=mode, validate_structured_output=False) as client:
+    async with Client(url, mode=mode, checks=ClientChecks(structured_output=False)) as client:
         return await _timed(lambda: client.call_tool("add", {"a": 1, "b": 2}))
 
 

@@ -13,6 +13,7 @@ import anyio
 from _util import save, table
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcpgen.runtime import InputHandlers
 from pydantic import BaseModel
 
 CALLS = 1500
@@ -33,7 +34,7 @@ async def _rate(call: Any, n: int) -> float:
 
 async def ours(mode: str) -> tuple[float, float]:
     from mcpgen.runtime import Client, RequestContext, Server, memory_pair
-    from mcpgen.runtime.mrtr import elicit
+    from mcpgen.runtime.protocol.input_requests import elicit
 
     server = Server("bench", logging=False)
 
@@ -54,7 +55,7 @@ async def ours(mode: str) -> tuple[float, float]:
     client_end, server_end = memory_pair()
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_end)
-        async with Client(client_end, mode=mode, elicitation_handler=handler) as client:
+        async with Client(client_end, mode=mode, inputs=InputHandlers(elicitation=handler)) as client:
             plain_rate = await _rate(lambda: client.call_tool("plain", {"item": "x"}), CALLS)
             ask_rate = await _rate(lambda: client.call_tool("ask", {"item": "x"}), CALLS)
         tg.cancel_scope.cancel()
@@ -90,7 +91,7 @@ async def official(mode: str) -> tuple[float, float]:
 
 def main() -> None:
     rows = []
-    for era, mode in (("handshake (2025-11-25)", "legacy"), ("modern (2026-07-28)", "2026-07-28")):
+    for era, mode in (("handshake (2025-11-25)", "handshake"), ("modern (2026-07-28)", "2026-07-28")):
         ours_plain, ours_ask = max((anyio.run(ours, mode) for _ in range(2)), key=lambda r: r[1])
         off_plain, off_ask = max((anyio.run(official, mode) for _ in range(2)), key=lambda r: r[1])
         ours_cost = 1e6 / ours_ask - 1e6 / ours_plain

@@ -26,8 +26,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import save, table
-from mcpgen.runtime import RequestContext, Server, elicit, memory_pair
-from mcpgen.runtime.uritemplate import UriTemplate
+from mcpgen.runtime import RequestContext, Server, ServerLimits, elicit, memory_pair
+from mcpgen.runtime.protocol.uritemplate import UriTemplate
 
 V25, V26 = "2025-11-25", "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": V26, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -49,7 +49,7 @@ METHODS = [
 
 
 def make_server() -> Server:
-    server = Server("stress", page_size=1)
+    server = Server("stress", limits=ServerLimits(page_size=1))
 
     @server.tool()
     def echo(text: str = "") -> str:

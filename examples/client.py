@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcpgen.runtime import Client
+from mcpgen.runtime import Client, InputHandlers
 
 SERVER = [sys.executable, str(Path(__file__).resolve().parent / "everything_server.py")]
 
@@ -51,10 +51,12 @@ async def main(mode: str) -> None:
     async with Client(
         SERVER,
         mode=mode,
-        elicitation_handler=elicitation,
-        elicitation_modes=("form", "url"),
-        sampling_handler=sampling,
-        roots=[{"uri": "file:///home/me/projects", "name": "projects"}],
+        inputs=InputHandlers(
+            elicitation=elicitation,
+            elicitation_modes=("form", "url"),
+            sampling=sampling,
+            roots=[{"uri": "file:///home/me/projects", "name": "projects"}],
+        ),
     ) as client:
         print(f"connected with {client.protocol_version} ({client.era} era)")
         for tool, arguments in (

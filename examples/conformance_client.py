@@ -35,7 +35,9 @@ if "trio" not in sys.modules:
     sys.modules["trio"] = None  # type: ignore[assignment]  # None: "no such module" to the import system
 
 import anyio
-from mcpgen.runtime import Client, VersionRegistry, wire
+from mcpgen.runtime import Client, ClientChecks, InputHandlers, Timeouts, VersionRegistry
+from mcpgen.runtime.protocol import wire
+from mcpgen.runtime.protocol.eras import Eras
 
 if TYPE_CHECKING:
     import httpx
@@ -211,18 +213,17 @@ def auth_for(scenario: str, context: dict[str, Any]) -> httpx.Auth | None:
 
 
 async def run(url: str, scenario: str, version: str, context: dict[str, Any]) -> None:
-    registry = VersionRegistry()
-    mode = "auto" if version in registry.supported and registry.is_modern(version) else "legacy"
+    eras = Eras(VersionRegistry())
+    mode = "auto" if version in eras.registry.supported and eras.of(version).self_contained else "handshake"
     client = Client(
         url,
         mode=mode,
         auth=auth_for(scenario, context),
-        accept_older=True,  # some mocks answer initialize with an older handshake-era version
+        # some mocks answer initialize with an older handshake-era version
         client_info={"name": "mcpgen-conformance-client", "version": "0.1.0"},
-        roots=["file:///conformance"],
-        sampling_handler=sample,
-        elicitation_handler=elicit,
-        request_timeout=120,
+        checks=ClientChecks(older_handshake=True),
+        inputs=InputHandlers(roots=["file:///conformance"], sampling=sample, elicitation=elicit),
+        timeouts=Timeouts(request=120),
     )
     async with client:
         log.info("connected: protocol %s", client.protocol_version)

@@ -7,7 +7,7 @@ client's input asks with `ctx.input_required(...)`, which a modern client receiv
 `InputRequiredResult` (and retries), and a handshake-era client as server->client requests on
 the POST's SSE stream. Several processes can serve it behind one URL: they share the sealing key
 below (a real deployment reads its keys from `MCPGEN_STATE_KEYS`) and, with `MCPGEN_REDIS_URL`
-set, a Redis change bus (`uvicorn --workers 2 --factory mcpgen.runtime.transport.http_serve:app_factory`
+set, a Redis change bus (`uvicorn --workers 2 --factory mcpgen.runtime.server.http.workers:app_factory`
 with `MCPGEN_SERVER=examples/conformance_server.py:server`).
 """
 
@@ -26,16 +26,16 @@ from pydantic import BaseModel, Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-from mcpgen.runtime import MissingClientCapability, RequestContext, Server, mcp_header
-from mcpgen.runtime.capabilities import has_capability
-from mcpgen.runtime.mrtr import elicit, list_roots, sample
-from mcpgen.runtime.transport.http_server import close_sse_stream
+from mcpgen.runtime import MissingClientCapability, RequestContext, Sealing, Server, mcp_header
+from mcpgen.runtime.protocol.capabilities import has_capability
+from mcpgen.runtime.protocol.input_requests import elicit, list_roots, sample
+from mcpgen.runtime.server.http.app import close_sse_stream
 
 IMAGE = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 AUDIO = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 STATE_KEY = b"conformance-fixture-key-shared-by-every-worker"  # 32+ bytes; fixed so workers agree
 
-server = Server("mcp-conformance-test-server", "0.1.0", state_keys=[STATE_KEY])
+server = Server("mcp-conformance-test-server", "0.1.0", sealing=Sealing(keys=[STATE_KEY]))
 
 
 def image() -> dict[str, str]:

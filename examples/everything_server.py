@@ -20,8 +20,8 @@ import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from mcpgen.runtime import RequestContext, Server
-from mcpgen.runtime.mrtr import elicit, elicit_url, list_roots, sample
+from mcpgen.runtime import RequestContext, Server, ServerLimits
+from mcpgen.runtime.protocol.input_requests import elicit, elicit_url, list_roots, sample
 from pydantic import BaseModel, Field
 
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
@@ -31,7 +31,7 @@ server = Server(
     "1.0.0",
     title="mcpgen everything server",
     instructions="A demonstration server: every tool, prompt and resource is safe to call.",
-    page_size=5,
+    limits=ServerLimits(page_size=5),
 )
 
 

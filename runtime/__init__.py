@@ -1,10 +1,29 @@
 """mcpgen's runtime: sessions, transports and version negotiation over the generated tables.
 
-from mcpgen.runtime import Server, Client, RequestContext
+    from mcpgen.runtime import Server, Client, RequestContext
+
+The package is layered, lowest first: `protocol` (the rules, pure), `core` (the transport
+interface, the session, the pipes), then `client` and `server` side by side (neither imports the
+other), with `auth` split the same way (`auth.shared`, `auth.client`, `auth.server`), and on top
+the command line (`cli`) and this facade. Importing it registers nothing and starts nothing.
 """
 
-from .client import Client, Event, Subscription
-from .errors import (
+from .client import (
+    Client,
+    ClientChecks,
+    ClientHooks,
+    ClientLimits,
+    Event,
+    InputHandlers,
+    Subscription,
+    Timeouts,
+)
+from .client.http import http
+from .core.memory import memory_pair
+from .core.stdio import stdio, stdio_client, stdio_server
+from .core.transport import Connector, Transport, TransportContext
+from .protocol import wire
+from .protocol.errors import (
     AuthError,
     AuthorizationRequired,
     CapabilityError,
@@ -34,21 +53,20 @@ from .errors import (
     StructuredOutputError,
     UnsupportedProtocolVersion,
 )
-from .features import Context, mcp_header
-from .mrtr import InputRequired, elicit, elicit_url, list_roots, sample
-from .registry import Protocol, VersionRegistry
-from .server import Elicited, RequestContext, Server
-from .transport import Connector, Transport, TransportContext, http, memory_pair, stdio, stdio_client, stdio_server
-
-# The era objects register themselves; they come last, once the modules they build on are loaded.
-from .eras import handshake as _handshake  # noqa: F401  isort: skip
-from .eras import modern as _modern  # noqa: F401  isort: skip
+from .protocol.input_requests import InputRequired, elicit, elicit_url, list_roots, sample
+from .protocol.tables import Protocol, VersionRegistry
+from .server import Caching, Elicited, RequestContext, Sealing, Server, ServerLimits
+from .server.features import Context, mcp_header
 
 __all__ = [
     "AuthError",
     "AuthorizationRequired",
+    "Caching",
     "CapabilityError",
     "Client",
+    "ClientChecks",
+    "ClientHooks",
+    "ClientLimits",
     "ConnectionClosed",
     "Connector",
     "Context",
@@ -57,6 +75,7 @@ __all__ = [
     "Event",
     "HeaderMismatch",
     "InputError",
+    "InputHandlers",
     "InputRequired",
     "InputRoundsExceeded",
     "InternalError",
@@ -78,10 +97,13 @@ __all__ = [
     "RequestContext",
     "RequestTimeout",
     "ResponseStreamLost",
+    "Sealing",
     "Server",
+    "ServerLimits",
     "SessionExpired",
     "StructuredOutputError",
     "Subscription",
+    "Timeouts",
     "Transport",
     "TransportContext",
     "UnsupportedProtocolVersion",
@@ -96,4 +118,5 @@ __all__ = [
     "stdio",
     "stdio_client",
     "stdio_server",
+    "wire",
 ]

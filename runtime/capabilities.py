@@ -1,87 +1,14 @@
-"""Capability objects: what a side declares, what a table `Gate` needs, and what is missing. Pure."""
+"""Deprecated: `mcpgen.runtime.capabilities` moved; import from
+`mcpgen.runtime.protocol.capabilities`. Kept for one release."""
 
-from __future__ import annotations
+import warnings
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from .protocol.capabilities import gate_allows, has_capability, merge_capabilities, missing_paths, required_capabilities
 
-if TYPE_CHECKING:
-    from mcpgen.generated._spec import Gate
+warnings.warn(
+    "mcpgen.runtime.capabilities is deprecated; import from mcpgen.runtime.protocol.capabilities",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
-
-def has_capability(capabilities: Mapping[str, Any] | None, path: str) -> bool:
-    """Does a capabilities object declare dotted `path` (present, and not `false`/`null`)?"""
-    node: Any = capabilities or {}
-    for key in path.split("."):
-        if not isinstance(node, Mapping) or key not in node:
-            return False
-        node = node[key]
-        if node is None or node is False:
-            return False
-    return True
-
-
-def gate_allows(capabilities: Mapping[str, Any] | None, gate: Gate, params: Mapping[str, Any] | None) -> bool:
-    """Does `capabilities` satisfy a table `Gate` for a request with these (wire) params?
-
-    A gate refined by a params value (elicitation `mode`) needs that value's sub-capability,
-    except that a capability object naming none of the refinements declares the default one
-    (`elicitation: {}` means form mode only).
-    """
-    if gate.param is None and not gate.param_requires:  # the common gate: one path
-        return has_capability(capabilities, gate.path)
-    return not missing_paths(capabilities, gate, params)
-
-
-def missing_paths(capabilities: Mapping[str, Any] | None, gate: Gate, params: Mapping[str, Any] | None) -> list[str]:
-    """The full capability paths (`elicitation.url`, `sampling.tools`) a request with these
-    params needs and `capabilities` lacks; empty when the gate is satisfied."""
-    missing = [extra for extra in gate.extra_paths(params) if not has_capability(capabilities, extra)]
-    path = gate.path_for(params)
-    if not has_capability(capabilities, path) and not _default_refinement(capabilities, gate, path):
-        missing.insert(0, path)
-    return missing
-
-
-def _default_refinement(capabilities: Mapping[str, Any] | None, gate: Gate, path: str) -> bool:
-    """`elicitation: {}` (no refinement named) declares the default refinement (`form`)."""
-    if gate.param is None or path != dict(gate.param_paths).get(gate.param_default or ""):
-        return False
-    if not has_capability(capabilities, gate.path):
-        return False
-    node: Any = capabilities
-    for key in gate.path.split("."):
-        node = node[key]
-    leaves = {p.rsplit(".", 1)[-1] for _, p in gate.param_paths}
-    return isinstance(node, Mapping) and not (leaves & set(node))
-
-
-def merge_capabilities(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge `overrides` into `base`; a `None` override removes the key."""
-    out = dict(base)
-    for key, value in overrides.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge_capabilities(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def nested_capability(path: str) -> dict[str, Any]:
-    """`"elicitation.url"` -> `{"elicitation": {"url": {}}}` (for `requiredCapabilities`)."""
-    out: dict[str, Any] = {}
-    node = out
-    for key in path.split("."):
-        node[key] = {}
-        node = node[key]
-    return out
-
-
-def required_capabilities(paths: list[str]) -> dict[str, Any]:
-    """Several dotted paths as one nested capabilities object."""
-    out: dict[str, Any] = {}
-    for path in paths:
-        out = merge_capabilities(out, nested_capability(path))
-    return out
+__all__ = ["gate_allows", "has_capability", "merge_capabilities", "missing_paths", "required_capabilities"]

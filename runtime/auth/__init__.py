@@ -25,35 +25,108 @@ Server:
 The JWT pieces (client assertions, DPoP, `JWTVerifier`) need the `auth` extra.
 """
 
-from .challenge import Challenge, format_challenge, parse_www_authenticate
-from .dpop import DPoPProofChecker, InvalidDPoPProof
-from .errors import (
-    AuthError,
-    AuthorizationLimitExceeded,
-    AuthorizationRequired,
-    AuthorizationResponseError,
-    DiscoveryError,
-    InsecureEndpointError,
-    InvalidToken,
-    IssuerMismatchError,
-    MissingExtraError,
-    RegistrationError,
-    ResourceMismatchError,
-    TokenRequestError,
-    UnsupportedServerError,
-    VerifierUnavailable,
-)
-from .flow import AuthChallenge, AuthContext, OAuthFlow
-from .grants import ClientCredentials, EnterpriseManaged, FlowOptions, WorkloadIdentity
-from .metadata import AuthorizationServerMetadata, ProtectedResourceMetadata
-from .middleware import BearerAuthMiddleware, auth_info_from_scope
-from .oauth import OAuth, validate_authorization_response
-from .principal import AUTH_SCOPE_KEY, AuthInfo
-from .redirect import BrowserRedirectHandler, HeadlessRedirectHandler, RedirectHandler
-from .resource import ProtectedResource
-from .signing import DPoPProofs, SigningKey
-from .storage import ClientInfo, FileTokenStorage, InMemoryTokenStorage, TokenSet, TokenStorage
-from .verifiers import IntrospectionVerifier, JWTVerifier, TokenVerifier
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client.flow import AuthChallenge, AuthContext, OAuthFlow
+    from .client.grants import ClientCredentials, EnterpriseManaged, FlowOptions, WorkloadIdentity
+    from .client.oauth import OAuth, validate_authorization_response
+    from .client.redirect import BrowserRedirectHandler, HeadlessRedirectHandler, RedirectHandler
+    from .client.storage import ClientInfo, FileTokenStorage, InMemoryTokenStorage, TokenSet, TokenStorage
+    from .server.dpop import DPoPProofChecker, InvalidDPoPProof
+    from .server.middleware import BearerAuthMiddleware, auth_info_from_scope
+    from .server.resource import ProtectedResource
+    from .server.verifiers import IntrospectionVerifier, JWTVerifier, TokenVerifier
+    from .shared.challenge import Challenge, format_challenge, parse_www_authenticate
+    from .shared.errors import (
+        AuthError,
+        AuthorizationLimitExceeded,
+        AuthorizationRequired,
+        AuthorizationResponseError,
+        DiscoveryError,
+        InsecureEndpointError,
+        InvalidToken,
+        IssuerMismatchError,
+        MissingExtraError,
+        RegistrationError,
+        ResourceMismatchError,
+        TokenRequestError,
+        UnsupportedServerError,
+        VerifierUnavailable,
+    )
+    from .shared.metadata import AuthorizationServerMetadata, ProtectedResourceMetadata
+    from .shared.principal import AUTH_SCOPE_KEY, AuthInfo
+    from .shared.signing import DPoPProofs, SigningKey
+
+# Each name is imported on first use, so that the server's side (which needs no httpx) and the
+# client's side (which needs no ASGI server) load only what they use.
+_EXPORTS: dict[str, str] = {
+    "AUTH_SCOPE_KEY": ".shared.principal",
+    "AuthChallenge": ".client.flow",
+    "AuthContext": ".client.flow",
+    "AuthError": ".shared.errors",
+    "AuthInfo": ".shared.principal",
+    "AuthorizationLimitExceeded": ".shared.errors",
+    "AuthorizationRequired": ".shared.errors",
+    "AuthorizationResponseError": ".shared.errors",
+    "AuthorizationServerMetadata": ".shared.metadata",
+    "BearerAuthMiddleware": ".server.middleware",
+    "BrowserRedirectHandler": ".client.redirect",
+    "Challenge": ".shared.challenge",
+    "ClientCredentials": ".client.grants",
+    "ClientInfo": ".client.storage",
+    "DPoPProofChecker": ".server.dpop",
+    "DPoPProofs": ".shared.signing",
+    "DiscoveryError": ".shared.errors",
+    "EnterpriseManaged": ".client.grants",
+    "FileTokenStorage": ".client.storage",
+    "FlowOptions": ".client.grants",
+    "HeadlessRedirectHandler": ".client.redirect",
+    "InMemoryTokenStorage": ".client.storage",
+    "InsecureEndpointError": ".shared.errors",
+    "IntrospectionVerifier": ".server.verifiers",
+    "InvalidDPoPProof": ".server.dpop",
+    "InvalidToken": ".shared.errors",
+    "IssuerMismatchError": ".shared.errors",
+    "JWTVerifier": ".server.verifiers",
+    "MissingExtraError": ".shared.errors",
+    "OAuth": ".client.oauth",
+    "OAuthFlow": ".client.flow",
+    "ProtectedResource": ".server.resource",
+    "ProtectedResourceMetadata": ".shared.metadata",
+    "RedirectHandler": ".client.redirect",
+    "RegistrationError": ".shared.errors",
+    "ResourceMismatchError": ".shared.errors",
+    "SigningKey": ".shared.signing",
+    "TokenRequestError": ".shared.errors",
+    "TokenSet": ".client.storage",
+    "TokenStorage": ".client.storage",
+    "TokenVerifier": ".server.verifiers",
+    "UnsupportedServerError": ".shared.errors",
+    "VerifierUnavailable": ".shared.errors",
+    "WorkloadIdentity": ".client.grants",
+    "auth_info_from_scope": ".server.middleware",
+    "format_challenge": ".shared.challenge",
+    "parse_www_authenticate": ".shared.challenge",
+    "validate_authorization_response": ".client.oauth",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "AUTH_SCOPE_KEY",

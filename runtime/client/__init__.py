@@ -18,36 +18,51 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import ModuleType
 from typing import Any
 
 import anyio
 from pydantic import BaseModel
+from typing_extensions import Unpack
 
-from .. import eras
-from ..capabilities import merge_capabilities
-from ..correlation import ProgressCallback
-from ..errors import ConnectionClosed
-from ..registry import (
+from ..core.correlation import ProgressCallback
+from ..core.memory import InProcess
+from ..core.session import DEFAULT, Timeout
+from ..core.stdio import stdio
+from ..core.transport import Connector, Servable, Transport
+from ..core.worker import call
+from ..protocol.capabilities import merge_capabilities
+from ..protocol.eras import Eras
+from ..protocol.errors import ConnectionClosed
+from ..protocol.keys import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LOG_LEVEL_KEY,
     LOG_LEVELS,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
-    VersionRegistry,
 )
-from ..session import DEFAULT, Timeout
-from ..transport.base import Connector, Transport
-from ..transport.memory import InProcess, Servable
-from ..transport.stdio import stdio
-from ..worker import call
-from .calls import Calls, OutputSchemas
-from .input import ElicitationHandler, Inputs, SamplingHandler, check_callback
+from ..protocol.negotiation import AUTO, HANDSHAKE_MODE, LEGACY_MODE
+from ..protocol.tables import VersionRegistry
+from .calls import OutputChecker, TypedCalls
+from .eras import EraSpeaking, speaking
+from .input import InputAnswerer, check_callback, root
 from .negotiation import negotiate
-from .requests import Requests
+from .options import (
+    ClientChecks,
+    ClientHooks,
+    ClientLimits,
+    DeprecatedClientOptions,
+    ElicitationHandler,
+    InputHandlers,
+    SamplingHandler,
+    Timeouts,
+    resolve_client_options,
+)
+from .requests import RequestPipeline
 from .session import ClientSession
 from .subscriptions import Event, ListenRequest, Subscription
 
@@ -61,7 +76,7 @@ def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
     """What `Client(target)` connects through: a transport, a connector, a `Server` (served in this
     process), a command list (stdio) or a URL (Streamable HTTP; `auth` is an `httpx.Auth` for it)."""
     if isinstance(target, str) and target.startswith(("http://", "https://")):
-        from ..transport.http_client import http
+        from .http.connector import http
 
         return http(target, auth=auth)
     if auth is not None:
@@ -80,84 +95,84 @@ def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
     return stdio(target)
 
 
-class Client(Calls):
-    """An MCP client for one server (see the module docstring)."""
+class Client(TypedCalls):
+    """An MCP client for one server (see the module docstring).
 
-    def __init__(  # noqa: PLR0913 - every keyword is a documented option
+    - `server`: a URL (Streamable HTTP), a command list (stdio), a `Server` (served in this
+      process), a transport or a connector;
+    - `mode`: `"auto"` (the newest version both sides speak), `"handshake"` (the handshake era
+      only) or a version to pin;
+    - `versions`: the versions this client may speak (default: every version of the registry);
+      `registry`: the generated tree to speak with (default: the one mcpgen ships);
+    - `auth`: an `httpx.Auth` (such as the OAuth flows of `mcpgen.runtime.auth`) for a URL;
+    - `client_info`, `capabilities` (declared as given instead of inferred), `extensions`
+      (declared where the version has a place for them), `log_level` (ask for log messages);
+    - the groups: `inputs` (`InputHandlers`: sampling, elicitation, roots, the input driver),
+      `timeouts` (`Timeouts`), `limits` (`ClientLimits`), `hooks` (`ClientHooks`: change and
+      log callbacks), `checks` (`ClientChecks`).
+
+    The keywords these groups replace still work for one release, with a `DeprecationWarning`.
+    """
+
+    def __init__(  # noqa: PLR0913 - the grouped options (see the class docstring)
         self,
         server: Target,
         *,
         mode: str = "auto",
+        versions: Iterable[str] | None = None,
+        registry: VersionRegistry | ModuleType | None = None,
         auth: Any = None,
-        accept_older: bool = False,
         client_info: Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
-        registry: VersionRegistry | ModuleType | None = None,
-        versions: Iterable[str] | None = None,
-        request_timeout: float | None = 60.0,
-        probe_timeout: float = 3.0,
-        startup_timeout: float | None = None,
-        log_level: str | None = None,
-        on_list_changed: Callable[[str], Any] | None = None,
-        on_resource_updated: Callable[[str | None], Any] | None = None,
-        on_log: Callable[[Any, Any, Any], Any] | None = None,
-        roots: Iterable[Mapping[str, Any] | str] | None = None,
-        sampling_handler: SamplingHandler | None = None,
-        sampling_tools: bool = False,
-        elicitation_handler: ElicitationHandler | None = None,
-        elicitation_modes: Iterable[str] = ("form",),
         extensions: Mapping[str, Mapping[str, Any]] | None = None,
-        mrtr: bool = True,
-        max_input_rounds: int = 10,
-        state_only_pause: float = 0.0,
-        max_pages: int = 1000,
-        max_message_bytes: int | None = None,
-        validate_structured_output: bool = True,
+        log_level: str | None = None,
+        inputs: InputHandlers | None = None,
+        timeouts: Timeouts | None = None,
+        limits: ClientLimits | None = None,
+        hooks: ClientHooks | None = None,
+        checks: ClientChecks | None = None,
+        **deprecated: Unpack[DeprecatedClientOptions],
     ) -> None:
+        options = resolve_client_options(
+            {"inputs": inputs, "timeouts": timeouts, "limits": limits, "hooks": hooks, "checks": checks}, deprecated
+        )
         self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
+        self.eras = Eras(self.registry)
+        self.speaking = speaking(self.eras)
         self.versions = self.registry.check_versions(versions)
-        if mode not in ("auto", "legacy") and mode not in self.versions:
-            raise ValueError(f"mode must be 'auto', 'legacy' or one of {list(self.versions)}, not {mode!r}")
+        if mode == LEGACY_MODE:
+            warnings.warn(
+                f"Client(mode={LEGACY_MODE!r}) is deprecated; use mode={HANDSHAKE_MODE!r}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            mode = HANDSHAKE_MODE
+        if mode not in (AUTO, HANDSHAKE_MODE) and mode not in self.versions:
+            raise ValueError(f"mode must be 'auto', 'handshake' or one of {list(self.versions)}, not {mode!r}")
         if log_level is not None and log_level not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {LOG_LEVELS}")
-        check_callback("on_list_changed", on_list_changed, 1)
-        check_callback("on_resource_updated", on_resource_updated, 1)
-        check_callback("on_log", on_log, 3)
+        hooks_ = options.hooks
+        check_callback("ClientHooks.on_list_changed", hooks_.on_list_changed, 1)
+        check_callback("ClientHooks.on_resource_updated", hooks_.on_resource_updated, 1)
+        check_callback("ClientHooks.on_log", hooks_.on_log, 3)
         self.mode = mode
-        self.accept_older = accept_older
         self.target = connector_for(server, auth=auth)
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
         self._capability_overrides = capabilities
-        self.request_timeout = request_timeout
-        self.probe_timeout = probe_timeout
-        self.startup_timeout = startup_timeout if startup_timeout is not None else (request_timeout or 60.0)
-        self.log_level = log_level
-        self.on_list_changed = on_list_changed
-        self.on_resource_updated = on_resource_updated
-        self.on_log = on_log
-        self.max_message_bytes = max_message_bytes
-        self.inputs = Inputs(
-            self,
-            roots=roots,
-            sampling_handler=sampling_handler,
-            sampling_tools=sampling_tools,
-            elicitation_handler=elicitation_handler,
-            elicitation_modes=elicitation_modes,
-        )
         self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
-        self.mrtr = mrtr
-        self.max_input_rounds = max_input_rounds
-        self.state_only_pause = state_only_pause
-        self.max_pages = max_pages
-        self.output_schemas = OutputSchemas(self) if validate_structured_output else None
-        self.requests = Requests(self)
+        self.log_level = log_level
+        self.timeouts = options.timeouts
+        self.limits = options.limits
+        self.hooks = hooks_
+        self.checks = options.checks
+        self.inputs = InputAnswerer(self, options.inputs, options.limits.max_input_rounds)
+        self.output_checker = OutputChecker(self) if options.checks.structured_output else None
+        self.requests = RequestPipeline(self)
         self._session: ClientSession | None = None
         self.server_info: dict[str, Any] | None = None
         self.server_capabilities: dict[str, Any] | None = None
         self.instructions: str | None = None
         self._stack: AsyncExitStack | None = None
-        self._renewal: anyio.Lock | None = None
-        self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)
         self.last_bad_frames = 0  # non-JSON lines the server wrote on the last connection
 
     # -- state -----------------------------------------------------------------------------------
@@ -180,12 +195,26 @@ class Client(Calls):
 
     @property
     def era(self) -> str:
-        """The era of the negotiated version: `handshake` or `modern`."""
+        """The era of the negotiated version, as the tables name it (`handshake` or `modern`)."""
         return self.registry.era(self.protocol_version)
+
+    @property
+    def speaks(self) -> EraSpeaking:
+        """How this client speaks the negotiated version's era."""
+        era = self.session.era
+        if era is None:
+            raise ConnectionClosed("no version has been negotiated yet")
+        return era
 
     @property
     def roots(self) -> list[dict[str, Any]] | None:
         return self.inputs.roots
+
+    # -- the options, read back (one release, for code that read the old attributes) -------------
+
+    @property
+    def request_timeout(self) -> float | None:
+        return self.timeouts.request
 
     def capabilities(self, version: str | None = None) -> dict[str, Any]:
         """What this client declares (for `version`, default the negotiated one): inferred from its
@@ -197,7 +226,7 @@ class Client(Calls):
             version = self._session.version
         caps = self.inputs.capabilities(self.registry.methods(version) if version else {})
         if self.extensions and version is not None:
-            method, path = eras.era_named(self.registry.era(version)).client_capabilities_at
+            method, path = self.eras.of(version).client_capabilities_at
             if self.registry.has_field(version, method, (*path, "extensions")):
                 caps["extensions"] = {k: dict(v) for k, v in self.extensions.items()}
         return caps
@@ -225,16 +254,15 @@ class Client(Calls):
         try:
             target = self.target
             transport = target if isinstance(target, Transport) else await stack.enter_async_context(target.connect())
-            options: dict[str, Any] = {"request_timeout": self.request_timeout}
-            if self.max_message_bytes:
-                options["max_message_bytes"] = self.max_message_bytes
+            options: dict[str, Any] = {"request_timeout": self.timeouts.request}
+            if self.limits.max_message_bytes:
+                options["max_message_bytes"] = self.limits.max_message_bytes
             session = ClientSession(self, transport, **options)
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
             await tg.start(session.run)
             self._session = session
-            self._renewal = anyio.Lock()
-            await self._connect()
+            await self.connect_session()
         except BaseException:
             if session is not None:
                 self.last_bad_frames = session.bad_frames
@@ -256,11 +284,12 @@ class Client(Calls):
             # The body's errors propagate as they are: our task group is cancelled, never handed them.
             await stack.__aexit__(None, None, None)
 
-    async def _connect(self) -> None:
+    async def connect_session(self) -> None:
+        """Negotiate a version on the connection (again, after the server ended a session)."""
         adopted = await negotiate(self)
         session = self.session
         session.version = adopted.version
-        session.era = eras.era_named(self.registry.era(adopted.version))
+        session.era = self.speaking[self.registry.era(adopted.version)]
         answer = adopted.answer or {}
         if adopted.answer is not None:
             caps = answer.get("capabilities")
@@ -273,7 +302,7 @@ class Client(Calls):
             meta = answer.get("_meta")
             info = answer.get("serverInfo", meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None)
             self.server_info = info if isinstance(info, dict) else None
-        await session.era.adopted(self)
+        await session.era.finish_connecting(self)
 
     # -- calls -----------------------------------------------------------------------------------
 
@@ -321,8 +350,6 @@ class Client(Calls):
 
     async def add_roots(self, *roots: Mapping[str, Any] | str) -> None:
         """Add roots; a handshake-era server that was told `roots.listChanged` hears about it."""
-        from .input import root
-
         self.inputs.roots = [*(self.inputs.roots or []), *(root(r) for r in roots)]
         await self._roots_changed()
 
@@ -340,19 +367,17 @@ class Client(Calls):
         if level not in LOG_LEVELS:
             raise ValueError(f"level must be one of {LOG_LEVELS}")
         self.log_level = level
-        era = self.session.era
-        assert era is not None
-        await era.set_log_level(self, level)
+        await self.speaks.set_log_level(self, level)
 
     async def on_event(self, event: Event) -> None:
         """Run the change callbacks for one event (on the session's callback worker)."""
         if event.kind == "resource":
-            if self.on_resource_updated is not None:
-                await call(self.on_resource_updated, event.uri)
-        elif self.on_list_changed is not None:
-            await call(self.on_list_changed, event.kind)
-        if self.output_schemas is not None and event.kind == "tools":
-            self.output_schemas.forget()
+            if self.hooks.on_resource_updated is not None:
+                await call(self.hooks.on_resource_updated, event.uri)
+        elif self.hooks.on_list_changed is not None:
+            await call(self.hooks.on_list_changed, event.kind)
+        if self.output_checker is not None and event.kind == "tools":
+            self.output_checker.forget()
 
     def listen(
         self, *, tools: bool = False, prompts: bool = False, resources: bool = False, resource_uris: Iterable[str] = ()
@@ -361,9 +386,20 @@ class Client(Calls):
         `resources/subscribe` plus pushed list-changed notifications on a handshake-era one.
         `sub.honoured` says what the server agreed to send."""
         kinds = tuple(kind for flag, kind in ((tools, "tools"), (prompts, "prompts"), (resources, "resources")) if flag)
-        era = self.session.era
-        assert era is not None
-        return era.listen(self, ListenRequest(kinds, tuple(sorted(set(resource_uris)))))
+        return self.speaks.listen(self, ListenRequest(kinds, tuple(sorted(set(resource_uris)))))
 
 
-__all__ = ["Client", "ClientSession", "Event", "Subscription", "connector_for"]
+__all__ = [
+    "Client",
+    "ClientChecks",
+    "ClientHooks",
+    "ClientLimits",
+    "ClientSession",
+    "ElicitationHandler",
+    "Event",
+    "InputHandlers",
+    "SamplingHandler",
+    "Subscription",
+    "Timeouts",
+    "connector_for",
+]

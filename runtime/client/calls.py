@@ -13,12 +13,12 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
-from .. import wire
-from ..capabilities import has_capability
-from ..correlation import ProgressCallback
-from ..errors import HeaderMismatch, McpError, PaginationError, StructuredOutputError
-from ..schema_check import SchemaCheck
-from ..session import DEFAULT, Timeout
+from ..core.correlation import ProgressCallback
+from ..core.session import DEFAULT, Timeout
+from ..protocol import wire
+from ..protocol.capabilities import has_capability
+from ..protocol.errors import HeaderMismatch, McpError, PaginationError, StructuredOutputError
+from ..protocol.schema_check import SchemaCheck
 
 if TYPE_CHECKING:
     from mcpgen.generated.types import (
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     )
 
     from . import Client
+    from .options import ClientLimits
 
 log = logging.getLogger("mcpgen.runtime.client")
 
@@ -46,8 +47,8 @@ def _cursor(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
 
 
-class OutputSchemas:
-    """The `outputSchema` of each tool, learned from listing tools, as JSON Schema validators."""
+class OutputChecker:
+    """Checks structured tool output against each tool's `outputSchema`, learned from listing tools."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -92,13 +93,13 @@ class OutputSchemas:
             )
 
 
-class Calls(abc.ABC):
+class TypedCalls(abc.ABC):
     """Typed calls over `request` (mixed into `Client`). Results are annotated with the
     version-independent types (`mcpgen.generated.types`): each is the union of that result's
     models in every version, so code written against them works whichever version was negotiated."""
 
-    max_pages: int
-    output_schemas: OutputSchemas | None
+    limits: ClientLimits
+    output_checker: OutputChecker | None
 
     @abc.abstractmethod
     async def request(
@@ -117,7 +118,7 @@ class Calls(abc.ABC):
     async def _pages(self, method: str, attribute: str) -> AsyncIterator[Any]:
         cursor: str | None = None
         seen: set[str] = set()
-        for _ in range(self.max_pages):
+        for _ in range(self.limits.max_pages):
             page = await self.request(method, _cursor(cursor))
             for item in getattr(page, attribute):
                 yield item
@@ -127,22 +128,22 @@ class Calls(abc.ABC):
             if cursor in seen:
                 raise PaginationError(f"{method}: the server repeated cursor {cursor!r}; stopping to avoid a loop")
             seen.add(cursor)
-        raise PaginationError(f"{method}: the server returned more than {self.max_pages} pages (max_pages)")
+        raise PaginationError(f"{method}: the server returned more than {self.limits.max_pages} pages (max_pages)")
 
     # -- tools ---------------------------------------------------------------------------------
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         page = cast("ListToolsResult", await self.request("tools/list", _cursor(cursor)))
-        if self.output_schemas is not None:
+        if self.output_checker is not None:
             for tool in page.tools:
-                self.output_schemas.learn(tool)
+                self.output_checker.learn(tool)
         return page
 
     async def tools(self) -> AsyncIterator[Tool]:
         """Every tool, page after page."""
         async for tool in self._pages("tools/list", "tools"):
-            if self.output_schemas is not None:
-                self.output_schemas.learn(tool)
+            if self.output_checker is not None:
+                self.output_checker.learn(tool)
             yield tool
 
     @overload
@@ -195,8 +196,8 @@ class Calls(abc.ABC):
             result = await self.request(
                 "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
             )
-        if self.output_schemas is not None:
-            await self.output_schemas.check(name, result)
+        if self.output_checker is not None:
+            await self.output_checker.check(name, result)
         return cast("CallToolResult | InputRequiredResult", result)
 
     # -- prompts -------------------------------------------------------------------------------

@@ -12,16 +12,17 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from pydantic import ValidationError
 
-from .. import wire
-from ..capabilities import gate_allows, has_capability
-from ..elicitation import apply_elicitation
-from ..errors import (
+from ..core.worker import call, gather
+from ..protocol import wire
+from ..protocol.capabilities import gate_allows, has_capability
+from ..protocol.elicitation import apply_elicitation
+from ..protocol.errors import (
     ElicitationError,
     InputRoundsExceeded,
     InvalidParams,
@@ -29,28 +30,14 @@ from ..errors import (
     MethodNotFound,
     MissingInputHandler,
     RemoteProtocolError,
+    validation_detail,
 )
-from ..registry import validation_detail
-from ..worker import call, gather
 
 if TYPE_CHECKING:
     from mcpgen.generated._spec import MethodSpec
 
-    from . import Client
-
-
-class SamplingHandler(Protocol):
-    """`async def handler(params) -> result`: `params` is the version's `CreateMessageRequestParams`;
-    return a `CreateMessageResult` (a model or its wire dict)."""
-
-    def __call__(self, params: Any, /) -> Awaitable[Any] | Any: ...
-
-
-class ElicitationHandler(Protocol):
-    """`async def handler(params) -> result`: `params` is the version's `ElicitRequestParams`
-    (form or URL mode); return an `ElicitResult` (a model or its wire dict)."""
-
-    def __call__(self, params: Any, /) -> Awaitable[Any] | Any: ...
+    from ..protocol.tables import VersionRegistry
+    from .options import InputHandlers
 
 
 def check_callback(name: str, fn: Callable[..., Any] | None, arity: int) -> None:
@@ -79,27 +66,33 @@ def needs_input(result: Any) -> bool:
     return bool(wire.field(result, "result_type") == "input_required")
 
 
-class Inputs:
-    """The handlers behind roots, sampling and elicitation, and the multi-round-trip driver."""
+class InputSide(Protocol):
+    """What answering input needs of the client: its tables, the negotiated version, what it declares."""
 
-    def __init__(  # noqa: PLR0913 - every keyword is a documented option
-        self,
-        client: Client,
-        *,
-        roots: Iterable[Mapping[str, Any] | str] | None,
-        sampling_handler: SamplingHandler | None,
-        sampling_tools: bool,
-        elicitation_handler: ElicitationHandler | None,
-        elicitation_modes: Iterable[str],
-    ) -> None:
-        check_callback("sampling_handler", sampling_handler, 1)
-        check_callback("elicitation_handler", elicitation_handler, 1)
+    registry: VersionRegistry
+
+    @property
+    def protocol_version(self) -> str: ...
+
+    def capabilities(self, version: str | None = None) -> dict[str, Any]: ...
+
+
+class InputAnswerer:
+    """The handlers behind roots, sampling and elicitation (`InputHandlers`), and the
+    multi-round-trip driver."""
+
+    def __init__(self, client: InputSide, handlers: InputHandlers, max_rounds: int) -> None:
+        check_callback("InputHandlers.sampling", handlers.sampling, 1)
+        check_callback("InputHandlers.elicitation", handlers.elicitation, 1)
         self.client = client
-        self.roots: list[dict[str, Any]] | None = None if roots is None else [root(r) for r in roots]
-        self.sampling_handler = sampling_handler
-        self.sampling_tools = sampling_tools
-        self.elicitation_handler = elicitation_handler
-        self.elicitation_modes = tuple(elicitation_modes)
+        self.roots: list[dict[str, Any]] | None = None if handlers.roots is None else [root(r) for r in handlers.roots]
+        self.sampling_handler = handlers.sampling
+        self.sampling_tools = handlers.sampling_tools
+        self.elicitation_handler = handlers.elicitation
+        self.elicitation_modes = tuple(handlers.elicitation_modes)
+        self.drives = handlers.drive
+        self.state_only_pause = handlers.state_only_pause
+        self.max_rounds = max_rounds
         unknown_modes = set(self.elicitation_modes) - {"form", "url"}
         if unknown_modes:
             raise ValueError(f"unknown elicitation modes {sorted(unknown_modes)}; use 'form' and/or 'url'")
@@ -175,16 +168,16 @@ class Inputs:
         rounds = 0
         while needs_input(result):
             rounds += 1
-            if rounds > self.client.max_input_rounds:
+            if rounds > self.max_rounds:
                 raise InputRoundsExceeded(
-                    f"{spec.method}: the server still asks for input after {self.client.max_input_rounds} rounds"
+                    f"{spec.method}: the server still asks for input after {self.max_rounds} rounds"
                 )
             requests = result.input_requests.root if hasattr(result.input_requests, "root") else result.input_requests
             if requests:
                 responses = await self.fulfil(requests)
             else:
                 responses = {}
-                await anyio.sleep(self.client.state_only_pause)
+                await anyio.sleep(self.state_only_pause)
             result = await send(retry_params(original, result, responses))
         return result
 
@@ -247,4 +240,4 @@ def retry_params(original: Mapping[str, Any], result: Any, responses: Mapping[st
     return retry
 
 
-__all__ = ["ElicitationHandler", "Inputs", "SamplingHandler", "check_callback", "retry_params"]
+__all__ = ["InputAnswerer", "InputSide", "check_callback", "retry_params"]

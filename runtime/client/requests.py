@@ -8,12 +8,14 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from pydantic import BaseModel, ValidationError
 
-from .. import wire
-from ..capabilities import gate_allows, missing_paths
-from ..correlation import ProgressCallback
-from ..errors import (
+from ..core.correlation import ProgressCallback
+from ..core.session import DEFAULT, Timeout
+from ..protocol import wire
+from ..protocol.capabilities import gate_allows, missing_paths
+from ..protocol.errors import (
     CapabilityError,
     InputError,
     InvalidParams,
@@ -21,9 +23,9 @@ from ..errors import (
     ResponseStreamLost,
     SessionExpired,
     UnsupportedProtocolVersion,
+    validation_detail,
 )
-from ..registry import REQUEST, validation_detail
-from ..session import DEFAULT, Timeout
+from ..protocol.keys import REQUEST
 from .input import needs_input, retry_params
 
 if TYPE_CHECKING:
@@ -32,11 +34,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpgen.runtime.client")
 
 
-class Requests:
-    """The request pipeline of one client."""
+class RequestPipeline:
+    """The request pipeline of one client (it uses the client's public interface only)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self._renewal = anyio.Lock()
+        self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)
 
     def spec(self, method: str) -> Any:
         """The table row of `method` for the negotiated version, checked as ours to send."""
@@ -60,7 +64,7 @@ class Requests:
         resolve_input: bool = True,
     ) -> Any:
         """`Client.request` (see there)."""
-        sessions = self.client._sessions
+        sessions = self._sessions
         try:
             return await self._request(method, params, timeout, progress, resolve_input)
         except SessionExpired:
@@ -79,9 +83,7 @@ class Requests:
         resolve_input: bool,
     ) -> Any:
         spec = self.spec(method)
-        era = self.client.session.era
-        assert era is not None
-        body = era.decorate(self.client, self.client.protocol_version, wire.to_wire(params))
+        body = self.client.speaks.params_for(self.client, self.client.protocol_version, wire.to_wire(params))
         self._check_gate(spec, body)
         if body is not None or spec.params_required:
             try:
@@ -95,7 +97,7 @@ class Requests:
 
         result = await send(body)
         if spec.may_require_input and resolve_input and needs_input(result):
-            if not self.client.mrtr:
+            if not self.client.inputs.drives:
                 raise InputError(
                     f"{method}: the server asks for input and this client's driver is off (mrtr=False); "
                     "call with resolve_input=False to answer it yourself (see retry())"
@@ -105,13 +107,12 @@ class Requests:
 
     async def _new_session(self, sessions: int) -> None:
         """The server ended the session: negotiate a new one (once, however many calls noticed)."""
-        assert self.client._renewal is not None
-        async with self.client._renewal:
-            if self.client._sessions != sessions:
+        async with self._renewal:
+            if self._sessions != sessions:
                 return  # another call renewed it already
             log.info("the server ended the session; starting a new one")
-            await self.client._connect()
-            self.client._sessions += 1
+            await self.client.connect_session()
+            self._sessions += 1
 
     def _switch_version(self, refusal: UnsupportedProtocolVersion) -> bool:
         """Adopt the newest version the refusal lists that we support, if it is of the same era."""
@@ -152,9 +153,7 @@ class Requests:
     ) -> Any:
         """With the driver off: send the retry of `method` for an `InputRequiredResult`, with your own answers."""
         spec = self.spec(method)
-        era = self.client.session.era
-        assert era is not None
-        body = era.decorate(self.client, self.client.protocol_version, params) or {}
+        body = self.client.speaks.params_for(self.client, self.client.protocol_version, params) or {}
         return await self._send(spec, retry_params(body, result, responses), DEFAULT, None)
 
 

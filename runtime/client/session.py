@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..capabilities import has_capability, missing_paths
-from ..errors import InvalidParams, MethodNotFound
-from ..registry import HANDSHAKE_METHOD, REQUEST, SUBSCRIPTION_ID_KEY
-from ..session import IncomingRequest, Session
-from ..transport.base import Transport, TransportContext
-from ..wire import is_request_id
+from ..core.session import IncomingRequest, Session
+from ..core.transport import Transport, TransportContext
+from ..protocol.capabilities import has_capability, missing_paths
+from ..protocol.errors import InvalidParams, MethodNotFound
+from ..protocol.keys import HANDSHAKE_METHOD, REQUEST, SUBSCRIPTION_ID_KEY
+from ..protocol.wire import is_request_id
 from .subscriptions import Subscription, event_for
 
 if TYPE_CHECKING:
-    from ..eras import Era
     from . import Client
+    from .eras import EraSpeaking
 
 
 class ClientSession(Session):
@@ -31,7 +31,7 @@ class ClientSession(Session):
         super().__init__(transport, **options)
         self.client = client
         self.version: str | None = None
-        self.era: Era | None = None
+        self.era: EraSpeaking | None = None
         self.listens: dict[str | int, Subscription] = {}
 
     @property
@@ -49,7 +49,7 @@ class ClientSession(Session):
         return spec is not None and spec.direction.allows("client")
 
     async def handle_request(self, request: IncomingRequest) -> Any:
-        if self.version is None or self.era is None or not self.era.answers_server_requests:
+        if self.version is None or self.era is None or not self.era.rules.server_sends_requests:
             raise MethodNotFound(f"method not found: {request.method} (servers send no requests in this era)")
         spec = self.client.registry.spec(self.version, request.method)
         if spec is None or spec.kind != REQUEST or not spec.direction.allows("server"):
@@ -93,5 +93,7 @@ class ClientSession(Session):
                     if sub.wants(event):
                         sub.push(event)
             await self.callbacks.put(self.client.on_event, event)
-        elif method == "notifications/message" and self.client.on_log is not None:
-            await self.callbacks.put(self.client.on_log, params.get("level"), params.get("data"), params.get("logger"))
+        elif method == "notifications/message" and self.client.hooks.on_log is not None:
+            await self.callbacks.put(
+                self.client.hooks.on_log, params.get("level"), params.get("data"), params.get("logger")
+            )

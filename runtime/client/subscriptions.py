@@ -19,10 +19,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import ValidationError
 
-from ..capabilities import has_capability
-from ..errors import ConnectionClosed, InvalidParams, McpError, McpRuntimeError, RequestTimeout
-from ..registry import validation_detail
-from ..server.subscriptions import LIST_KINDS, uri_covered
+from ..protocol.capabilities import has_capability
+from ..protocol.changes import LIST_KINDS, uri_covered
+from ..protocol.errors import (
+    ConnectionClosed,
+    InvalidParams,
+    McpError,
+    McpRuntimeError,
+    RequestTimeout,
+    validation_detail,
+)
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -140,9 +146,7 @@ async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator
     if request.uris:
         wanted["resourceSubscriptions"] = list(request.uris)
     spec = client.spec("subscriptions/listen")
-    era = session.era
-    assert era is not None
-    body = era.decorate(client, client.protocol_version, {"notifications": wanted})
+    body = client.speaks.params_for(client, client.protocol_version, {"notifications": wanted})
     try:
         spec.parse_params(body)
     except ValidationError as exc:
@@ -164,11 +168,11 @@ async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
             try:
-                with anyio.fail_after(client.request_timeout):
+                with anyio.fail_after(client.timeouts.request):
                     await sub.acknowledged.wait()
             except TimeoutError:
                 raise RequestTimeout(
-                    f"the server did not acknowledge the listen request within {client.request_timeout} s"
+                    f"the server did not acknowledge the listen request within {client.timeouts.request} s"
                 ) from None
             if sub.error is not None:
                 raise sub.error
@@ -225,7 +229,7 @@ async def _listen_once(client: Client, sub: Subscription, body: dict[str, Any] |
     """One listen request, until the server answers it (True). A re-opened one must be acknowledged
     within the client's `request_timeout`, else it is cancelled (False)."""
     assert sub.id is not None
-    limit = RELISTEN_ACK_TIMEOUT if RELISTEN_ACK_TIMEOUT is not None else client.request_timeout
+    limit = RELISTEN_ACK_TIMEOUT if RELISTEN_ACK_TIMEOUT is not None else client.timeouts.request
     timeout = limit if sub.resumes else None
     with anyio.CancelScope(deadline=math.inf if timeout is None else anyio.current_time() + timeout) as scope:
 

@@ -10,23 +10,36 @@
 
 `Server` holds what a server offers (tools, prompts, resources, templates, completions, extra
 method handlers) and serves any number of connections; each is a `ServerSession`. Routing is
-table-driven (`inbound`), what differs by era lives in the era objects, and the built-in
-handlers (`handlers`) implement the features.
+table-driven (`protocol.routing`), what differs by era lives in the era strategies (`eras`), and
+the built-in handlers (`handlers`) implement the features. The Streamable HTTP application is
+`http` (`http_app()`).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
+from typing_extensions import Unpack
 
-from .. import eras
-from ..capabilities import merge_capabilities
-from ..features import (
+from ..core.stdio import stdio_server
+from ..core.transport import Transport
+from ..protocol.capabilities import merge_capabilities
+from ..protocol.changes import Change
+from ..protocol.eras import Eras
+from ..protocol.routing import Router
+from ..protocol.sealing import StateSealer
+from ..protocol.tables import VersionRegistry
+from . import handlers as builtin
+from .bus import ChangeBus, LocalBus
+from .catalog import FeatureSet, infer_capabilities, scopes_needed
+from .context import Elicited, RequestContext
+from .eras import serving
+from .features import (
     Context,
     PromptDef,
     ResourceDef,
@@ -37,21 +50,14 @@ from ..features import (
     make_template,
     make_tool,
 )
-from ..inbound import Router
-from ..registry import VersionRegistry
-from ..state import StateSealer
-from ..transport import Transport, stdio_server
-from . import handlers as builtin
-from .bus import ChangeBus, LocalBus
-from .context import Elicited, RequestContext
-from .pagination import Cursors
-from .registry import Features, infer_capabilities, scopes_needed
+from .options import Caching, DeprecatedServerOptions, Sealing, ServerLimits, resolve_server_options
+from .pagination import CursorSealer
 from .session import ServerSession
-from .subscriptions import Change, ListenStream
+from .subscriptions import ListenStream
 
 if TYPE_CHECKING:
-    from ..auth import ProtectedResource
-    from ..transport.http_server import HttpApp
+    from ..auth.server.resource import ProtectedResource
+    from .http.app import HttpApp
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
@@ -60,14 +66,21 @@ Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 class Server:
     """An MCP server. Register features, then `await server.serve(transport)` (or `run_stdio()`).
 
-    `versions` pins the protocol versions served (default: every version of the registry);
-    `capabilities` overrides the inferred ones (deep-merged; a `None` value removes a key), and
-    `list_changed=False` stops advertising list-changed notifications. `state_keys` seal the
-    modern `requestState` (first seals, all open; default `MCPGEN_STATE_KEYS`, else a random key
-    per process); every worker of a deployment needs the same keys.
+    - `name`, `version`, `title`, `instructions`: what the server tells clients about itself;
+    - `versions`: the protocol versions served (default: every version of the registry);
+      `registry`: the generated tree to serve (default: the one mcpgen ships);
+    - `capabilities`: overrides of the inferred capabilities (deep-merged; a `None` value removes
+      a key); `list_changed=False` stops advertising list-changed notifications, `logging=False`
+      the logging capability;
+    - `validate_results`: check every result against the table before sending it;
+    - the groups: `sealing` (`Sealing`: the keys of `requestState` and cursors; every worker of a
+      deployment needs the same), `caching` (`Caching`: the cache hints of modern results),
+      `limits` (`ServerLimits`).
+
+    The keywords these groups replace still work for one release, with a `DeprecationWarning`.
     """
 
-    def __init__(  # noqa: PLR0913 - every keyword is a documented option
+    def __init__(  # noqa: PLR0913 - the grouped options (see the class docstring)
         self,
         name: str,
         version: str = "0.1.0",
@@ -79,18 +92,16 @@ class Server:
         capabilities: Mapping[str, Any] | None = None,
         list_changed: bool = True,
         logging: bool = True,
-        page_size: int | None = 50,
-        cache_ttl_ms: int = 0,
-        cache_scope: str = "private",
         validate_results: bool = True,
-        cursor_secret: bytes | None = None,
-        state_keys: Sequence[bytes] | bytes | None = None,
-        state_key: bytes | None = None,
-        seal_request_state: bool = True,
-        state_ttl_seconds: float = 600.0,
-        max_input_rounds: int = 10,
+        sealing: Sealing | None = None,
+        caching: Caching | None = None,
+        limits: ServerLimits | None = None,
+        **deprecated: Unpack[DeprecatedServerOptions],
     ) -> None:
+        options = resolve_server_options({"sealing": sealing, "caching": caching, "limits": limits}, deprecated)
         self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
+        self.eras = Eras(self.registry)
+        self.serving = serving(self.eras)
         self.versions = self.registry.check_versions(versions)
         self.info: dict[str, Any] = {"name": name, "version": version}
         if title:
@@ -98,21 +109,18 @@ class Server:
         self.instructions = instructions
         self.list_changed = list_changed
         self.logging = logging
-        self.page_size = page_size
-        self.cache_ttl_ms = cache_ttl_ms
-        self.cache_scope = cache_scope
         self.validate_results = validate_results
+        self.sealing = options.sealing
+        self.caching = options.caching
+        self.limits = options.limits
         self._capability_overrides = dict(capabilities or {})
         self._capabilities: dict[tuple[Any, ...], dict[str, Any]] = {}
-        self.cursors = Cursors(cursor_secret)
-        self.sealer = StateSealer(
-            state_keys if state_keys is not None else state_key, state_ttl_seconds, seal_request_state
-        )
-        self.max_input_rounds = max_input_rounds
-        self.tools: Features[ToolDef] = Features("tools", self._changed)
-        self.prompts: Features[PromptDef] = Features("prompts", self._changed)
-        self.resources: Features[ResourceDef] = Features("resources", self._changed)
-        self.templates: Features[TemplateDef] = Features("resources", self._changed)
+        self.cursors = CursorSealer(options.sealing.cursor_secret)
+        self.sealer = StateSealer(options.sealing.keys, options.sealing.ttl_seconds, options.sealing.seal_request_state)
+        self.tools: FeatureSet[ToolDef] = FeatureSet("tools", self._changed)
+        self.prompts: FeatureSet[PromptDef] = FeatureSet("prompts", self._changed)
+        self.resources: FeatureSet[ResourceDef] = FeatureSet("resources", self._changed)
+        self.templates: FeatureSet[TemplateDef] = FeatureSet("resources", self._changed)
         self.completion_handler: Callable[..., Any] | None = None
         self.extensions: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {
@@ -126,11 +134,21 @@ class Server:
         self.router = Router(
             self.registry,
             self.versions,
-            eras.newest_first(),
+            self.eras,
             self.handlers,
             self._offered,
             self._header_params,
         )
+
+    # -- the options, read back (one release, for code that read the old attributes) -------------
+
+    @property
+    def page_size(self) -> int | None:
+        return self.limits.page_size
+
+    @property
+    def max_input_rounds(self) -> int:
+        return self.limits.max_input_rounds
 
     # -- capabilities ------------------------------------------------------------------------
 
@@ -165,7 +183,7 @@ class Server:
         return merge_capabilities(caps, self._capability_overrides)
 
     def _has_extensions(self, version: str) -> bool:
-        method, path = eras.era_named(self.registry.era(version)).server_capabilities_at
+        method, path = self.eras.of(version).server_capabilities_at
         return self.registry.has_field(version, method, (*path, "extensions"), result=True)
 
     def _offered(self) -> dict[str, Any]:
@@ -362,7 +380,7 @@ class Server:
 
     def deliver_here(self, change: Change) -> None:
         """Send a change to this process's clients only (what a bus does with other processes' changes)."""
-        for era in eras.newest_first():
+        for era in self.serving.values():
             era.deliver_change(self, change)
 
     def stop_listening(self) -> None:
@@ -395,7 +413,7 @@ class Server:
         `transport.http_server.HttpApp` for the options (security, event store, keep-alive...).
         Without an `auth` option, `self.http_auth` protects it: set that where the server is made,
         and `mcpgen serve` and the worker app factory serve it protected too."""
-        from ..transport.http_server import HttpApp
+        from .http.app import HttpApp
 
         if "auth" not in options and self.http_auth is not None:  # `auth=None` serves it unprotected
             options["auth"] = self.http_auth
@@ -406,10 +424,20 @@ class Server:
     ) -> None:
         """Serve Streamable HTTP at http://host:port/path with uvicorn until interrupted
         (needs the `http` extra: `pip install 'mcpgen[http]'`)."""
-        from ..transport.http_serve import require_uvicorn, run_http
+        from .http.run import require_uvicorn, run_http
 
         require_uvicorn()  # before anything else: without the extra, one line that names it
         run_http(self.http_app(path, **options), host=host, port=port, log_level=log_level)
 
 
-__all__ = ["Context", "Cursors", "Elicited", "RequestContext", "Server", "ServerSession"]
+__all__ = [
+    "Caching",
+    "Context",
+    "CursorSealer",
+    "Elicited",
+    "RequestContext",
+    "Sealing",
+    "Server",
+    "ServerLimits",
+    "ServerSession",
+]

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskStatus
 
-from .subscriptions import LIST_KINDS, Change
+from ..protocol.changes import LIST_KINDS, Change
 
 log = logging.getLogger("mcpgen.runtime.server")
 

@@ -14,19 +14,20 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NoReturn, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from ..capabilities import has_capability
-from ..errors import InvalidParams
-from ..features import Context
-from ..mrtr import InputRequest, InputRequired
-from ..registry import LOG_LEVELS, MODERN, validation_detail
-from ..transport.base import TransportContext
+from ..core.transport import TransportContext
+from ..protocol.capabilities import has_capability
+from ..protocol.errors import InvalidParams, validation_detail
+from ..protocol.input_requests import InputRequest, InputRequired
+from ..protocol.keys import LOG_LEVELS
+from .features import Context
 
 if TYPE_CHECKING:
     from mcpgen.generated.types import CreateMessageResult, ListRootsResult
 
-    from ..eras import ClientView, Era
-    from ..session import IncomingRequest
+    from ..core.session import IncomingRequest
+    from ..protocol.eras import EraRules
     from . import Server
+    from .eras import ClientView, EraServing
     from .session import ServerSession
 
 M = TypeVar("M", bound=BaseModel)
@@ -48,12 +49,13 @@ class RequestContext(Context):
     """The context of one request being served."""
 
     def __init__(
-        self, session: ServerSession, request: IncomingRequest, version: str, era: Era, view: ClientView
+        self, session: ServerSession, request: IncomingRequest, version: str, serving: EraServing, view: ClientView
     ) -> None:
         self.session = session
         self.request = request
         self.protocol_version = version
-        self.era = era
+        self.serving = serving
+        self.era: EraRules = serving.rules
         self.client_capabilities: dict[str, Any] = view.capabilities
         self.client_info: dict[str, Any] | None = view.info
         self.log_level: str | None = view.log_level
@@ -65,8 +67,9 @@ class RequestContext(Context):
 
     @property
     def modern(self) -> bool:
-        """Is this a modern (per-request `_meta`) request?"""
-        return self.era.name == MODERN
+        """Is this a self-contained request of the modern era (its version and the client's
+        capabilities in its `_meta`, no session)?"""
+        return self.era.self_contained
 
     @property
     def server(self) -> Server:

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any
 import pydantic_core
 from pydantic import ValidationError
 
-from .. import wire
-from ..errors import InvalidParams, McpError
-from ..features import TemplateDef, error_result, prompt_result, resource_contents, tool_result
-from ..mrtr import InputRequired
-from ..registry import validation_detail
-from ..worker import call
+from ..core.worker import call
+from ..protocol import wire
+from ..protocol.errors import InvalidParams, McpError, validation_detail
+from ..protocol.input_requests import InputRequired
+from .catalog import MAX_URI_LENGTH, resolve_resource
+from .features import TemplateDef, error_result, prompt_result, resource_contents, tool_result
 from .pagination import page
-from .registry import MAX_URI_LENGTH, resolve_resource
 from .session import HandshakeState
 from .subscriptions import serve_listen
 
@@ -35,7 +34,7 @@ Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 
 
 def _listing(server: Server, key: str, kind: str, items: list[dict[str, Any]], params: Any) -> dict[str, Any]:
-    found, next_cursor = page(server.cursors, server.page_size, kind, items, getattr(params, "cursor", None))
+    found, next_cursor = page(server.cursors, server.limits.page_size, kind, items, getattr(params, "cursor", None))
     result: dict[str, Any] = {key: found}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor

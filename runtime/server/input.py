@@ -13,38 +13,25 @@ capability path) and check elicitation answers against the schema that was asked
 from __future__ import annotations
 
 import functools
-import json
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .. import wire
-from ..capabilities import gate_allows, missing_paths, required_capabilities
-from ..elicitation import apply_elicitation
-from ..errors import InternalError, InvalidParams, MissingClientCapability
-from ..mrtr import InputRequired
-from ..registry import NOTIFICATION, validation_detail
-from ..worker import gather
+from ..auth.shared.principal import principal_of
+from ..core.worker import gather
+from ..protocol import wire
+from ..protocol.capabilities import gate_allows, missing_paths, required_capabilities
+from ..protocol.elicitation import apply_elicitation
+from ..protocol.errors import InternalError, InvalidParams, MissingClientCapability, validation_detail
+from ..protocol.input_requests import InputRequired
+from ..protocol.keys import NOTIFICATION
 
 if TYPE_CHECKING:
     from mcpgen.generated._spec import MethodSpec
 
     from .context import RequestContext
-
-
-def principal_of(auth: Any) -> str | None:
-    """A stable string for the principal a request was made by (what sealed state is bound to):
-    its `principal` (an `AuthInfo`: issuer and subject), else its `subject`, else its `client_id`,
-    else the value itself; None without authentication."""
-    if auth is None:
-        return None
-    for attribute in ("principal", "subject", "client_id"):
-        value = getattr(auth, attribute, None)
-        if isinstance(value, str) and value:
-            return value
-    return str(auth)
 
 
 def check_input_capabilities(ctx: RequestContext, asked: InputRequired) -> None:
@@ -164,8 +151,3 @@ async def ask_client(ctx: RequestContext, asked: InputRequired) -> dict[str, Any
         raise InternalError("this transport cannot carry the server's requests for this request")
     await gather([functools.partial(ask, key, request) for key, request in asked.requests.items()])
     return answers
-
-
-def errors_json(exc: ValidationError) -> Any:
-    """A validation error as JSON data for an error response."""
-    return json.loads(exc.json(include_url=False, include_input=False))

@@ -9,10 +9,10 @@ import json
 import secrets
 from typing import Any
 
-from ..errors import InvalidParams
+from ..protocol.errors import InvalidParams
 
 
-class Cursors:
+class CursorSealer:
     """Cursors a client cannot forge: any cursor not issued by this server is -32602, whatever its bytes."""
 
     def __init__(self, secret: bytes | None = None) -> None:
@@ -44,7 +44,7 @@ class Cursors:
 
 
 def page(
-    cursors: Cursors, page_size: int | None, kind: str, items: list[dict[str, Any]], cursor: str | None
+    cursors: CursorSealer, page_size: int | None, kind: str, items: list[dict[str, Any]], cursor: str | None
 ) -> tuple[list[dict[str, Any]], str | None]:
     """One page of `items` from `cursor`, and the cursor of the next page (None at the end)."""
     start = cursors.decode(kind, cursor) if cursor is not None else 0

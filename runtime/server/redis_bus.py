@@ -21,8 +21,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from ..protocol.changes import Change
 from .bus import Deliver, decode_change, encode_change
-from .subscriptions import Change
 
 log = logging.getLogger("mcpgen.runtime.server")
 DEFAULT_CHANNEL = "mcpgen:changes"

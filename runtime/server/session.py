@@ -1,9 +1,10 @@
 """`ServerSession`: one connection (or, on request-scoped transports, one endpoint) of a `Server`.
 
-Each request is routed by the pure router (`inbound`), served by its handler in a
+Each request is routed by the pure router (`protocol.routing`), served by its handler in a
 `RequestContext`, and its result finished the same way for every method: multi-round-trip
-input obtained the way the request's era does it, the era's stamps added, the result validated
-against the table. A handshake-era session also holds what `initialize` negotiated.
+input obtained the way the request's era does it (`server.eras`), the era's stamps added, the
+result validated against the table. A handshake-era session also holds what `initialize`
+negotiated.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import ValidationError
 
-from .. import wire
-from ..errors import InternalError
-from ..inbound import Call, Rejection, Route
-from ..mrtr import InputRequired
-from ..registry import HANDSHAKE_METHOD, validation_detail
-from ..session import IncomingRequest, Session
-from ..transport.base import Transport, TransportContext
-from ..worker import OrderedWorker
+from ..core.session import IncomingRequest, Session
+from ..core.transport import Transport, TransportContext
+from ..core.worker import OrderedWorker
+from ..protocol import wire
+from ..protocol.errors import InternalError, validation_detail
+from ..protocol.input_requests import InputRequired
+from ..protocol.keys import HANDSHAKE_METHOD
+from ..protocol.routing import Call, Rejection, Route
 from .context import RequestContext
 from .input import check_input_capabilities
 
@@ -60,8 +61,8 @@ class ServerSession(Session):
         self.outbox = OrderedWorker("server notifications")
 
     @property
-    def legacy_version(self) -> str | None:
-        """The version `initialize` negotiated (None before it, or on a modern-only session)."""
+    def handshake_version(self) -> str | None:
+        """The version `initialize` negotiated (None before it, or on a session without a handshake)."""
         return self.handshake.version if self.handshake is not None else None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -95,29 +96,19 @@ class ServerSession(Session):
 
     # -- serving ---------------------------------------------------------------------------------
 
-    async def serve(self, incoming: IncomingRequest) -> None:
-        try:
-            await super().serve(incoming)
-        finally:
-            # A reply route that is one HTTP exchange must learn when its request is over, also
-            # when it ended without a response (cancelled): it then ends the exchange.
-            ended = getattr(incoming.context.reply, "request_ended", None)
-            if ended is not None:
-                ended()
-
     def route(self, request: IncomingRequest) -> Route | Rejection:
-        call = Call(request.method, request.params, request.context.headers, self.legacy_version)
+        call = Call(request.method, request.params, request.context.headers, self.handshake_version)
         return self.server.router.route(call)
 
     async def handle_request(self, request: IncomingRequest) -> Any:
-        route = request.route if isinstance(request.route, Route) else self.route(request)
+        route = request.route if request.route is not None else self.route(request)
         if isinstance(route, Rejection):
             raise route.error()
         return await self.execute(request, route)
 
     async def execute(self, request: IncomingRequest, route: Route) -> Any:
         """Serve a routed request: run its handler (again, while it asks for input), finish the result."""
-        era, spec = route.era, route.spec
+        era, spec = self.server.serving[route.era.name], route.spec
         ctx = RequestContext(self, request, route.version, era, era.client_view(request, self))
         era.open_input(ctx, spec)
         handler = self.server.handlers[spec.method]
@@ -142,9 +133,9 @@ class ServerSession(Session):
             raise InternalError(
                 f"server error: the {spec.method} handler asked for input, which {spec.method} cannot carry"
             )
-        if rounds > self.server.max_input_rounds:
+        if rounds > self.server.limits.max_input_rounds:
             raise InternalError(
-                f"the {spec.method} handler asked for input more than {self.server.max_input_rounds} times"
+                f"the {spec.method} handler asked for input more than {self.server.limits.max_input_rounds} times"
             )
 
     def finish(self, spec: MethodSpec, ctx: RequestContext, value: object) -> dict[str, Any]:
@@ -152,7 +143,7 @@ class ServerSession(Session):
         found = wire.to_wire(value)
         if not isinstance(found, dict):
             raise InternalError(f"the {spec.method} handler returned {type(value).__name__}, not a result object")
-        result = ctx.era.stamp(spec, found, self.server)
+        result = ctx.serving.stamp(spec, found, self.server)
         if self.server.validate_results:
             try:
                 spec.parse_result(result)

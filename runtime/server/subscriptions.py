@@ -11,48 +11,22 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..capabilities import has_capability
-from ..registry import SUBSCRIPTION_ID_KEY
-from ..wire import RequestId
+from ..protocol.capabilities import has_capability
+from ..protocol.changes import LIST_KINDS, Change
+from ..protocol.keys import SUBSCRIPTION_ID_KEY
+from ..protocol.wire import RequestId
 
 if TYPE_CHECKING:
     from .context import RequestContext
 
 log = logging.getLogger("mcpgen.runtime.server")
 LISTEN_QUEUE = 1000  # notifications a slow listen stream may fall behind before they are dropped
-LIST_KINDS = ("tools", "prompts", "resources")
-
-
-@dataclass(frozen=True)
-class Change:
-    """A list change (`kind` in tools/prompts/resources) or a resource update (`uri` set)."""
-
-    kind: str
-    uri: str | None = None
-
-    @property
-    def method(self) -> str:
-        if self.uri is not None:
-            return "notifications/resources/updated"
-        return f"notifications/{self.kind}/list_changed"
-
-    def params(self, subscription_id: RequestId | None = None) -> dict[str, Any] | None:
-        params: dict[str, Any] = {"uri": self.uri} if self.uri is not None else {}
-        if subscription_id is not None:
-            params["_meta"] = {SUBSCRIPTION_ID_KEY: subscription_id}
-        return params or None
-
-
-def uri_covered(prefixes: Iterable[str], uri: str) -> bool:
-    """Is `uri` one of `prefixes`, or below one of them (a subscription covers sub-resources)?"""
-    return any(uri == p or uri.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
 _keys = itertools.count(1)

@@ -1,6 +1,12 @@
-"""Transports: where messages come from and go to (memory, stdio, Streamable HTTP client)."""
+"""Deprecated: `mcpgen.runtime.transport` moved; import from
+`mcpgen.runtime (or mcpgen.runtime.core.transport)`. Kept for one release."""
 
-from .base import (
+import warnings
+
+from ..client.http.connector import Http, http
+from ..core.memory import memory_pair
+from ..core.stdio import LineSplitter, Stdio, stdio, stdio_client, stdio_server
+from ..core.transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Connector,
     Frame,
@@ -10,9 +16,12 @@ from .base import (
     Transport,
     TransportContext,
 )
-from .http_client import Http, http
-from .memory import memory_pair
-from .stdio import LineSplitter, Stdio, stdio, stdio_client, stdio_server
+
+warnings.warn(
+    "mcpgen.runtime.transport is deprecated; import from mcpgen.runtime (or mcpgen.runtime.core.transport)",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",

@@ -14,7 +14,7 @@ import anyio
 from auth_server import AuthServer
 from mcpgen.runtime import Server
 from mcpgen.runtime.auth import JWTVerifier, ProtectedResource, TokenVerifier
-from mcpgen.runtime.transport.http_serve import bind, serve_http
+from mcpgen.runtime.server.http.run import bind, serve_http
 
 
 class Plain:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from mcpgen.codegen.cli import main
-from mcpgen.runtime import RequestContext, Server, cli
+from mcpgen.runtime import RequestContext, Server
 from mcpgen.runtime.auth import AuthInfo, HeadlessRedirectHandler, RedirectHandler
+from mcpgen.runtime.cli import commands as cli
 from served import Deployment, deployed_in_thread
 
 

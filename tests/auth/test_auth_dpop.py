@@ -18,10 +18,10 @@ from mcpgen.runtime.auth import (
     DPoPProofs,
     InvalidDPoPProof,
     SigningKey,
-    dpop,
     parse_www_authenticate,
 )
-from mcpgen.runtime.auth.dpop import access_token_hash
+from mcpgen.runtime.auth.server import dpop
+from mcpgen.runtime.auth.server.dpop import access_token_hash
 from test_auth_verifiers import token
 
 pytestmark = pytest.mark.anyio

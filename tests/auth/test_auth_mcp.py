@@ -24,7 +24,7 @@ import httpx
 import jwt
 import pytest
 from auth_server import AuthServer, new_key
-from mcpgen.runtime import AuthorizationRequired, Client, RequestContext, Server
+from mcpgen.runtime import AuthorizationRequired, Client, RequestContext, Server, Timeouts
 from mcpgen.runtime.auth import (
     AuthInfo,
     AuthorizationLimitExceeded,
@@ -34,7 +34,7 @@ from mcpgen.runtime.auth import (
     OAuth,
     TokenVerifier,
 )
-from mcpgen.runtime.mrtr import elicit
+from mcpgen.runtime.protocol.input_requests import elicit
 from served import Deployment, deployed
 
 pytestmark = pytest.mark.anyio
@@ -98,7 +98,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 # -- the user's client: OAuth on the first request, step-up, refresh --------------------------------
 
 
-@pytest.mark.parametrize(("mode", "version"), [("auto", V26), ("legacy", V25)])
+@pytest.mark.parametrize(("mode", "version"), [("auto", V26), ("handshake", V25)])
 async def test_the_first_request_authorizes_and_the_tool_sees_the_principal(mode: str, version: str) -> None:
     async with deployed(make_server(), scopes_supported=["notes:read"]) as site:
         async with Client(site.url, mode=mode, auth=oauth()) as client:
@@ -123,7 +123,7 @@ async def test_time_spent_signing_in_does_not_count_against_the_calls_timeout() 
             return await super().authorize(authorization_url)
 
     async with deployed(make_server()) as site:
-        client = Client(site.url, auth=OAuth(redirect_handler=Watching()), request_timeout=30)
+        client = Client(site.url, auth=OAuth(redirect_handler=Watching()), timeouts=Timeouts(request=30))
         async with client:
             await whoami(client)
     assert held == [("server/discover", True, math.inf)]
@@ -139,7 +139,7 @@ async def test_a_tool_that_needs_a_scope_triggers_step_up_with_the_union_of_scop
         assert [sorted(s) for s in scopes] == [["notes:read"], ["notes:read", "notes:write"]]
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 async def test_prompts_and_resources_that_need_a_scope_trigger_step_up(mode: str) -> None:
     async with deployed(make_server(), scopes_supported=["notes:read"], required_scopes=("notes:read",)) as site:
         async with Client(site.url, auth=oauth(), mode=mode) as client:

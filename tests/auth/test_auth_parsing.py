@@ -13,8 +13,8 @@ from mcpgen.runtime.auth import (
     format_challenge,
     parse_www_authenticate,
 )
-from mcpgen.runtime.auth._util import canonical_resource, is_https_or_loopback, resource_covers
-from mcpgen.runtime.auth.metadata import authorization_server_metadata_urls, protected_resource_metadata_urls
+from mcpgen.runtime.auth.shared._util import canonical_resource, is_https_or_loopback, resource_covers
+from mcpgen.runtime.auth.shared.metadata import authorization_server_metadata_urls, protected_resource_metadata_urls
 
 
 def test_bearer_challenge_with_quoted_params() -> None:

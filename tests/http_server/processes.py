@@ -89,7 +89,7 @@ def worker(target: str, env: Mapping[str, str] | None = None) -> Iterator[str]:
         "-m",
         "uvicorn",
         "--factory",
-        "mcpgen.runtime.transport.http_serve:app_factory",
+        "mcpgen.runtime.server.http.workers:app_factory",
         "--host",
         "127.0.0.1",
         "--port",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from mcpgen.runtime import RequestContext, Server
-from mcpgen.runtime.mrtr import elicit
+from mcpgen.runtime.protocol.input_requests import elicit
 
 server = Server("scale-out")  # sealing keys from MCPGEN_STATE_KEYS, shared by the processes
 OK = {"type": "object", "properties": {"ok": {"type": "boolean"}}}

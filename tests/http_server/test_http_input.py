@@ -12,8 +12,8 @@ from asgi import V25, V26, asgi_client, meta, modern_headers, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcpgen.runtime import Server
-from mcpgen.runtime.transport.http_events import MemoryEventStore
-from mcpgen.runtime.transport.http_security import HttpSecurity, is_loopback
+from mcpgen.runtime.server.http.events import MemoryEventStore
+from mcpgen.runtime.server.http.security import HttpSecurity, is_loopback
 
 pytestmark = pytest.mark.anyio
 LIST = request(1, "tools/list", {"_meta": meta()})

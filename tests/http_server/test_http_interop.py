@@ -7,18 +7,25 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcpgen.runtime import RequestContext, Server
-from mcpgen.runtime.mrtr import elicit
+from mcpgen.runtime import RequestContext, Sealing, Server
+from mcpgen.runtime.protocol.input_requests import elicit
 from test_http_live import live
 
 pytestmark = pytest.mark.anyio
-EXPECTED = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
+EXPECTED = {"auto": "2026-07-28", "handshake": "2025-11-25", "2026-07-28": "2026-07-28"}
+
+
+def official_mode(mode: str) -> str:
+    """The official client's name for a mode (it calls the handshake era `legacy`)."""
+    return "legacy" if mode == "handshake" else mode
+
+
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 COLOR = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
 
 
 def make_server() -> Server:
-    server = Server("interop", "1.0", state_keys=[b"i" * 32])
+    server = Server("interop", "1.0", sealing=Sealing(keys=[b"i" * 32]))
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -66,7 +73,7 @@ async def test_official_http_client_against_our_server(mode: str, anyio_backend:
 
     async with (
         live(make_server()) as (url, _),
-        OfficialClient(url, mode=mode, elicitation_callback=elicitation) as client,
+        OfficialClient(url, mode=official_mode(mode), elicitation_callback=elicitation) as client,
     ):
         assert client.session.protocol_version == EXPECTED[mode]
         tools = await client.list_tools()

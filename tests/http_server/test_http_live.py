@@ -12,7 +12,7 @@ import httpx
 import pytest
 from asgi import V25, meta, modern_headers, request
 from mcpgen.runtime import RequestContext, Server
-from mcpgen.runtime.transport.http_serve import bind, serve_http
+from mcpgen.runtime.server.http.run import bind, serve_http
 
 pytestmark = pytest.mark.anyio
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}

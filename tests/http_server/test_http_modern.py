@@ -8,14 +8,14 @@ from typing import Annotated, Any
 import anyio
 import pytest
 from asgi import V25, V26, AsgiClient, asgi_client, meta, modern_headers, request
-from mcpgen.runtime import RequestContext, Server, mcp_header
-from mcpgen.runtime.mrtr import elicit
+from mcpgen.runtime import RequestContext, Sealing, Server, mcp_header
+from mcpgen.runtime.protocol.input_requests import elicit
 
 pytestmark = pytest.mark.anyio
 
 
 def make_server() -> Server:
-    server = Server("http-test", "1.0", state_keys=[b"k" * 32])
+    server = Server("http-test", "1.0", sealing=Sealing(keys=[b"k" * 32]))
 
     @server.tool()
     def add(a: int, b: int) -> int:

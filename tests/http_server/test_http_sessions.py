@@ -9,8 +9,8 @@ import anyio
 import pytest
 from asgi import V25, AsgiClient, Reply, asgi_client, request
 from mcpgen.runtime import RequestContext, Server
-from mcpgen.runtime.mrtr import sample
-from mcpgen.runtime.transport.http_server import close_sse_stream
+from mcpgen.runtime.protocol.input_requests import sample
+from mcpgen.runtime.server.http.app import close_sse_stream
 
 pytestmark = pytest.mark.anyio
 INIT = {"protocolVersion": V25, "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}
@@ -98,7 +98,7 @@ async def test_related_notifications_make_an_sse_stream_with_a_priming_event() -
         assert [e.json().get("method") for e in events[1:]] == ["notifications/progress"] * 2 + [None]
         assert events[-1].json()["result"]["content"][0]["text"] == "done"
         assert len({e.id for e in events}) == len(events), "event ids are unique"
-        assert not app.legacy.sessions[sid].streams, "a finished stream is only in the event store"
+        assert not app.sessions.sessions[sid].streams, "a finished stream is only in the event store"
 
 
 async def test_server_requests_travel_on_the_post_stream_and_answers_come_back_as_posts() -> None:
@@ -216,11 +216,11 @@ async def test_idle_sessions_are_closed() -> None:
     async with asgi_client(app) as client:
         sid = await open_session(client)
         with anyio.fail_after(5):  # the app finishes the POSTs' bookkeeping after they were answered
-            while app.legacy.sessions[sid].busy:
+            while app.sessions.sessions[sid].busy:
                 await anyio.sleep(0)
-        assert app.legacy.close_idle(time.monotonic() + 59) == 0  # not idle long enough
-        assert app.legacy.close_idle(time.monotonic() + 61) == 1
-        assert sid not in app.legacy.sessions
+        assert app.sessions.close_idle(time.monotonic() + 59) == 0  # not idle long enough
+        assert app.sessions.close_idle(time.monotonic() + 61) == 1
+        assert sid not in app.sessions.sessions
         assert (await call(client, sid, 1, "add", {"a": 1, "b": 1})).status == 404
 
 
@@ -229,7 +229,7 @@ async def test_a_refused_initialize_keeps_no_session_and_sessions_are_bounded() 
     async with asgi_client(app) as client:
         bad = await client.post(request(0, "initialize", {"protocolVersion": V25}))
         assert "error" in await bad.json()
-        assert not app.legacy.sessions
+        assert not app.sessions.sessions
         await open_session(client)
         full = await client.post(request(0, "initialize", INIT))
         assert full.status == 503

@@ -14,8 +14,8 @@ import anyio
 import httpx
 import pytest
 from asgi import meta, modern_headers, request
+from mcpgen.runtime.protocol.changes import Change
 from mcpgen.runtime.server.bus import decode_change, encode_change
-from mcpgen.runtime.server.subscriptions import Change
 from processes import redis_server, worker
 
 pytestmark = pytest.mark.anyio

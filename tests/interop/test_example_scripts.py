@@ -11,7 +11,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 def test_example_client_answers_the_everything_server(mode: str) -> None:
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / "client.py"), mode], check=False, capture_output=True, text=True, timeout=60

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcpgen.runtime import Client
+from mcpgen.runtime import Client, InputHandlers, Timeouts
 
 pytestmark = pytest.mark.anyio
 HERE = Path(__file__).resolve().parent
 SERVER = HERE / "official_http_server.py"
-EXPECTED = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
+EXPECTED = {"auto": "2026-07-28", "handshake": "2025-11-25", "2026-07-28": "2026-07-28"}
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -59,7 +59,9 @@ async def answer(params: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("mode", list(EXPECTED))
 async def test_our_client_against_the_official_http_server(sse_server: str, mode: str) -> None:
     progress: list[float] = []
-    async with Client(sse_server, mode=mode, elicitation_handler=answer, request_timeout=30) as client:
+    async with Client(
+        sse_server, mode=mode, inputs=InputHandlers(elicitation=answer), timeouts=Timeouts(request=30)
+    ) as client:
         assert client.protocol_version == EXPECTED[mode]
         assert {t.name async for t in client.tools()} == {"add", "protocol_info", "count", "delete", "preference"}
         assert (await client.call_tool("add", {"a": 2, "b": 40})).structured_content == {"result": 42}
@@ -76,7 +78,9 @@ async def test_our_client_against_the_official_http_server(sse_server: str, mode
 
 @pytest.mark.parametrize("mode", list(EXPECTED))
 async def test_json_answers(json_server: str, mode: str) -> None:
-    async with Client(json_server, mode=mode, elicitation_handler=answer, request_timeout=30) as client:
+    async with Client(
+        json_server, mode=mode, inputs=InputHandlers(elicitation=answer), timeouts=Timeouts(request=30)
+    ) as client:
         assert client.protocol_version == EXPECTED[mode]
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
         if EXPECTED[mode] == "2026-07-28":  # input rides the results: no stream needed
@@ -90,7 +94,7 @@ def _mcpgen(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 async def test_the_cli_over_http(sse_server: str, mode: str, anyio_backend: str) -> None:
     inspected = _mcpgen("inspect", "--url", sse_server, "--mode", mode, "--json")
     assert inspected.returncode == 0, inspected.stderr

@@ -9,14 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcpgen.runtime import Client
+from mcpgen.runtime import Client, InputHandlers, Timeouts
 
 pytestmark = pytest.mark.anyio
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 OFFICIAL_SERVER = HERE / "official_server.py"
 OUR_SERVER = REPO / "examples" / "everything_server.py"
-EXPECTED = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
+EXPECTED = {"auto": "2026-07-28", "handshake": "2025-11-25", "2026-07-28": "2026-07-28"}
+
+
+def official_mode(mode: str) -> str:
+    """The official client's name for a mode (it calls the handshake era `legacy`)."""
+    return "legacy" if mode == "handshake" else mode
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -26,7 +31,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.mark.parametrize("mode", list(EXPECTED))
 async def test_our_client_against_the_official_server(mode: str) -> None:
-    async with Client([sys.executable, str(OFFICIAL_SERVER)], mode=mode, request_timeout=30) as client:
+    async with Client([sys.executable, str(OFFICIAL_SERVER)], mode=mode, timeouts=Timeouts(request=30)) as client:
         assert client.protocol_version == EXPECTED[mode]
         if mode != "2026-07-28":
             assert client.server_info is not None and client.server_info["name"] == "official-peer"
@@ -55,7 +60,7 @@ async def test_official_client_against_our_server(mode: str, anyio_backend: str)
     from mcp.types import PromptReference
 
     params = StdioServerParameters(command=sys.executable, args=[str(OUR_SERVER)])
-    async with OfficialClient(params, mode=mode) as client:
+    async with OfficialClient(params, mode=official_mode(mode)) as client:
         assert client.session.protocol_version == EXPECTED[mode]
         names: list[str] = []
         cursor = None
@@ -118,15 +123,13 @@ async def _sample(params: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": f"re: {text}"}, "model": "fake-model"}
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 async def test_our_client_answers_an_official_server_that_asks_for_input(mode: str) -> None:
     async with Client(
         [sys.executable, str(OFFICIAL_MRTR_SERVER)],
         mode=mode,
-        request_timeout=30,
-        elicitation_handler=_elicit,
-        sampling_handler=_sample,
-        roots=[{"uri": "file:///work", "name": "work"}],
+        timeouts=Timeouts(request=30),
+        inputs=InputHandlers(elicitation=_elicit, sampling=_sample, roots=[{"uri": "file:///work", "name": "work"}]),
     ) as client:
         assert client.protocol_version == EXPECTED[mode]
         assert (await client.call_tool("delete", {"item": "a.txt"})).content[
@@ -137,7 +140,7 @@ async def test_our_client_answers_an_official_server_that_asks_for_input(mode: s
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 async def test_official_client_answers_our_server_that_asks_for_input(mode: str, anyio_backend: str) -> None:
     from mcp import Client as OfficialClient
     from mcp import StdioServerParameters
@@ -161,7 +164,11 @@ async def test_official_client_answers_our_server_that_asks_for_input(mode: str,
 
     params = StdioServerParameters(command=sys.executable, args=[str(OUR_SERVER)])
     async with OfficialClient(
-        params, mode=mode, elicitation_callback=elicitation, sampling_callback=sampling, list_roots_callback=roots
+        params,
+        mode=official_mode(mode),
+        elicitation_callback=elicitation,
+        sampling_callback=sampling,
+        list_roots_callback=roots,
     ) as client:
         assert client.session.protocol_version == EXPECTED[mode]
         confirmed = await client.call_tool("confirm_action", {"action": "deploy"})

@@ -11,12 +11,12 @@ from typing import Annotated, Any
 
 import anyio
 import pytest
-from mcpgen.runtime import Client, RequestContext, Server, mcp_header
-from mcpgen.runtime.mrtr import elicit
-from mcpgen.runtime.transport.http_serve import bind, serve_http
+from mcpgen.runtime import Client, InputHandlers, RequestContext, Server, Timeouts, mcp_header
+from mcpgen.runtime.protocol.input_requests import elicit
+from mcpgen.runtime.server.http.run import bind, serve_http
 
 pytestmark = pytest.mark.anyio
-EXPECTED = {"auto": "2026-07-28", "legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
+EXPECTED = {"auto": "2026-07-28", "handshake": "2025-11-25", "2026-07-28": "2026-07-28"}
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -88,7 +88,10 @@ async def test_our_client_against_our_http_server(mode: str) -> None:
     started, cancelled = anyio.Event(), anyio.Event()
     progress: list[float] = []
     server = make_server(started, cancelled)
-    async with served(server) as url, Client(url, mode=mode, elicitation_handler=answer, request_timeout=30) as client:
+    async with (
+        served(server) as url,
+        Client(url, mode=mode, inputs=InputHandlers(elicitation=answer), timeouts=Timeouts(request=30)) as client,
+    ):
         assert client.protocol_version == EXPECTED[mode]
         assert {t.name async for t in client.tools()} == {"add", "count", "ask", "regional", "wait"}
         assert (await client.call_tool("add", {"a": 2, "b": 40})).structured_content == {"result": 42}

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcpgen.runtime import Client
+from mcpgen.runtime import Client, Timeouts
 
 pytestmark = pytest.mark.anyio
 HERE = Path(__file__).resolve().parent
@@ -26,7 +26,7 @@ def delayed(script: Path) -> list[str]:
 
 
 async def _adopts_modern(script: Path) -> None:
-    async with Client(delayed(script), mode="auto", probe_timeout=1.0, request_timeout=60) as client:
+    async with Client(delayed(script), mode="auto", timeouts=Timeouts(probe=1.0, request=60)) as client:
         assert client.protocol_version == "2026-07-28"
         assert client.era == "modern"
         tools = [tool.name async for tool in client.tools()]

@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 from mcpgen.runtime import Client, Server, memory_pair
-from mcpgen.runtime.transport import Transport
+from mcpgen.runtime.core.transport import Frame, Transport
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -33,7 +33,8 @@ class RawPeer:
         self.transport = transport
 
     async def send_raw(self, data: bytes) -> None:
-        await self.transport.send.send(data)
+        """Bytes as they would arrive on a pipe (not necessarily JSON: the session decodes them)."""
+        await self.transport.send.send(Frame(data))  # type: ignore[arg-type]  # a raw peer sends what it likes
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message).encode())
@@ -41,8 +42,8 @@ class RawPeer:
     async def receive(self, timeout: float = 5.0) -> dict[str, Any]:
         with anyio.fail_after(timeout):
             frame = await self.transport.receive.receive()
-        assert isinstance(frame, bytes)
-        message: dict[str, Any] = json.loads(frame)
+        assert isinstance(frame, Frame)
+        message: dict[str, Any] = json.loads(frame.data)
         return message
 
     async def request(self, id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

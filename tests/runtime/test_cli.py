@@ -21,7 +21,7 @@ def run(*args: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(
-    ("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")]
+    ("mode", "version"), [("auto", "2026-07-28"), ("handshake", "2025-11-25"), ("2026-07-28", "2026-07-28")]
 )
 def test_inspect_json(mode: str, version: str) -> None:
     code, out = run("inspect", "--mode", mode, "--json", "--", *SERVER)
@@ -53,7 +53,7 @@ def test_inspect_text() -> None:
 def test_call_prints_the_result() -> None:
     code, out = run("call", "add", "--args", '{"a": 20, "b": 22}', "--", *SERVER)
     assert (code, out.strip()) == (0, '{"result": 42}')
-    code, out = run("call", "add", "--mode", "legacy", "--json", "--args", '{"a": 1, "b": 1}', "--", *SERVER)
+    code, out = run("call", "add", "--mode", "handshake", "--json", "--args", '{"a": 1, "b": 1}', "--", *SERVER)
     assert code == 0 and json.loads(out)["structuredContent"] == {"result": 2}
 
 
@@ -124,7 +124,7 @@ def run_split(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("mode", ["handshake", "2026-07-28"])
 def test_call_shows_progress_and_log_messages_as_they_arrive(mode: str) -> None:
     code, out, err = run_split("call", "long_task", "--mode", mode, "--args", '{"steps": 2}', "--", *SERVER)
     assert code == 0 and out.strip() == "finished 2 steps"
@@ -132,7 +132,7 @@ def test_call_shows_progress_and_log_messages_as_they_arrive(mode: str) -> None:
     assert '[info] {"step": 1}' in err and '[info] {"step": 2}' in err
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("mode", ["handshake", "2026-07-28"])
 def test_call_answers_a_form_from_the_command_line(mode: str) -> None:
     args = ("call", "confirm_action", "--mode", mode, "--args", '{"action": "deploy"}')
     code, out, _ = run_split(*args, "--answer", "confirm=true", "--answer", "reason=tested", "--", *SERVER)
@@ -154,10 +154,10 @@ def test_call_answers_url_sampling_and_roots_requests() -> None:
 
 
 def test_a_form_is_answered_field_by_field_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpgen.runtime import cli_input
+    from mcpgen.runtime.cli import prompts as cli_input
 
     monkeypatch.setattr(cli_input, "is_terminal", lambda: True)
-    monkeypatch.setattr("mcpgen.runtime.cli.is_terminal", lambda: True)
+    monkeypatch.setattr("mcpgen.runtime.cli.commands.is_terminal", lambda: True)
     code, out, err = run_split(
         "call", "confirm_action", "--args", '{"action": "ship"}', "--", *SERVER, stdin="y\nbecause\n"
     )

@@ -11,18 +11,20 @@ from helpers import V25, V26, RawPeer, connected, meta, raw_server
 from mcpgen.runtime import (
     CapabilityError,
     Client,
+    ClientHooks,
     InvalidParams,
     McpError,
     MethodNotFound,
     RequestContext,
     RequestTimeout,
     Server,
+    ServerLimits,
     memory_pair,
 )
 from pydantic import BaseModel
 
 pytestmark = pytest.mark.anyio
-MODES = ["legacy", "auto"]
+MODES = ["handshake", "auto"]
 
 
 class Point(BaseModel):
@@ -129,7 +131,7 @@ async def test_progress_reaches_the_callback(mode: str) -> None:
 
 async def test_timeout_cancels_at_the_server() -> None:
     server = make_server()
-    async with connected(server, mode="legacy") as client:
+    async with connected(server, mode="handshake") as client:
         with pytest.raises(RequestTimeout):
             await client.call_tool("forever", timeout=0.2)
         session = next(iter(server.sessions))
@@ -187,7 +189,9 @@ async def test_request_ids_are_unique_while_pending() -> None:
 async def test_legacy_logging_follows_set_level() -> None:
     logs: list[Any] = []
     async with connected(
-        make_server(), mode="legacy", on_log=lambda level, data, logger: logs.append((level, data))
+        make_server(),
+        mode="handshake",
+        hooks=ClientHooks(on_log=lambda level, data, logger: logs.append((level, data))),
     ) as client:
         await client.call_tool("steps", {"n": 1})
         assert ("debug", "detail 1") in logs
@@ -200,7 +204,7 @@ async def test_legacy_logging_follows_set_level() -> None:
 async def test_modern_logging_only_when_the_request_asks() -> None:
     logs: list[Any] = []
     async with connected(
-        make_server(), mode=V26, on_log=lambda level, data, logger: logs.append((level, data))
+        make_server(), mode=V26, hooks=ClientHooks(on_log=lambda level, data, logger: logs.append((level, data)))
     ) as client:
         await client.call_tool("steps", {"n": 1})
         assert logs == [], "no logLevel in _meta: no notifications/message"
@@ -237,7 +241,7 @@ async def test_resources_and_templates(mode: str) -> None:
         assert (await client.read_resource("mem://users/42/name")).contents[0].text == "user-42"
         with pytest.raises(McpError) as err:
             await client.read_resource("mem://users/42/age")
-        assert err.value.code == (-32002 if mode == "legacy" else -32602)
+        assert err.value.code == (-32002 if mode == "handshake" else -32602)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -253,7 +257,7 @@ async def test_completions_are_capped_at_100(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_pagination_with_opaque_cursors(mode: str) -> None:
-    server = Server("pages", page_size=3)
+    server = Server("pages", limits=ServerLimits(page_size=3))
     for i in range(8):
         server.add_tool(lambda: "x", name=f"t{i}")
     async with connected(server, mode=mode) as client:
@@ -268,7 +272,7 @@ async def test_pagination_with_opaque_cursors(mode: str) -> None:
 
 
 async def test_cursor_of_another_list_is_refused() -> None:
-    server = Server("pages", page_size=1)
+    server = Server("pages", limits=ServerLimits(page_size=1))
     for i in range(3):
         server.add_tool(lambda: "x", name=f"t{i}")
         server.add_prompt(lambda: "p", name=f"p{i}")
@@ -296,7 +300,7 @@ async def test_capabilities_are_inferred_and_overridable() -> None:
     assert "logging" not in quiet and quiet["experimental"] == {"x": {}}
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("mode", ["handshake", "auto"])
 async def test_client_refuses_calls_the_server_did_not_advertise_before_sending(mode: str) -> None:
     server = Server("tools-only", logging=False)
     server.add_tool(lambda: "x", name="x")
@@ -337,7 +341,7 @@ async def test_client_validates_params_before_sending() -> None:
 async def test_legacy_list_changed_is_pushed() -> None:
     server = make_server()
     changed: list[str] = []
-    async with connected(server, mode="legacy", on_list_changed=changed.append) as client:
+    async with connected(server, mode="handshake", hooks=ClientHooks(on_list_changed=changed.append)) as client:
         server.add_tool(lambda: "n", name="new")
         server.remove_prompt("greet")
         with anyio.fail_after(2):
@@ -350,7 +354,7 @@ async def test_legacy_list_changed_is_pushed() -> None:
 async def test_legacy_list_changed_not_sent_when_turned_off() -> None:
     server = make_server(list_changed=False)
     changed: list[str] = []
-    async with connected(server, mode="legacy", on_list_changed=changed.append):
+    async with connected(server, mode="handshake", hooks=ClientHooks(on_list_changed=changed.append)):
         server.add_tool(lambda: "n", name="new")
         await anyio.sleep(0.1)
     assert changed == []
@@ -393,7 +397,7 @@ async def test_modern_listen_ends_gracefully_when_the_server_stops() -> None:
 async def test_legacy_resource_subscriptions() -> None:
     server = make_server()
     updates: list[str] = []
-    async with connected(server, mode="legacy", on_resource_updated=updates.append) as client:
+    async with connected(server, mode="handshake", hooks=ClientHooks(on_resource_updated=updates.append)) as client:
         async with client.listen(resource_uris=["mem://text"]) as sub:
             server.notify_resource_updated("mem://text")
             event = await sub.next(timeout=2)
@@ -414,7 +418,7 @@ async def test_server_to_client_request_can_be_cancelled_by_the_server() -> None
     stopped = anyio.Event()
     server = make_server()
     client_end, server_end = memory_pair()
-    client = Client(client_end, mode="legacy", capabilities={"roots": {}})
+    client = Client(client_end, mode="handshake", capabilities={"roots": {}})
 
     async def slow_roots(params: Any) -> Any:
         try:
@@ -436,7 +440,7 @@ async def test_server_to_client_request_can_be_cancelled_by_the_server() -> None
 
 async def test_client_answers_unknown_server_requests_with_method_not_found() -> None:
     server = make_server()
-    async with connected(server, mode="legacy") as client:
+    async with connected(server, mode="handshake") as client:
         session = next(iter(server.sessions))
         with pytest.raises(MethodNotFound):
             await session.send_request("roots/list", None, timeout=2)  # the client declared no roots
@@ -454,7 +458,7 @@ async def test_a_modern_client_refuses_server_requests() -> None:
 
 
 async def test_task_augmented_calls_need_the_servers_task_support() -> None:
-    async with connected(make_server(), mode="legacy") as client:
+    async with connected(make_server(), mode="handshake") as client:
         with pytest.raises(CapabilityError, match=r"tasks\.requests\.tools\.call"):
             await client.request("tools/call", {"name": "add", "arguments": {"a": 1}, "task": {"ttl": 1000}})
         assert (await client.call_tool("add", {"a": 1})).structured_content == {"result": 11}

@@ -11,6 +11,8 @@ import pytest
 from helpers import V25, V26, RawPeer, connected, meta, raw_server
 from mcpgen.runtime import (
     Client,
+    ClientHooks,
+    InputHandlers,
     McpError,
     MissingClientCapability,
     NegotiationError,
@@ -111,7 +113,7 @@ async def test_the_client_refuses_structured_content_that_does_not_fit_the_tools
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(scripted)
-        async with Client(client_end, mode="legacy") as client:
+        async with Client(client_end, mode="handshake") as client:
             with pytest.raises(StructuredOutputError, match="n: 'three' is not of type 'integer'"):
                 await client.call_tool("count")
         tg.cancel_scope.cancel()
@@ -124,7 +126,9 @@ async def test_missing_client_capabilities_are_named_by_their_full_path() -> Non
     async def sampler(params: Any) -> dict[str, Any]:
         return {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}
 
-    async with connected(make_server(), mode=V26, elicitation_handler=form_only, sampling_handler=sampler) as client:
+    async with connected(
+        make_server(), mode=V26, inputs=InputHandlers(elicitation=form_only, sampling=sampler)
+    ) as client:
         with pytest.raises(MissingClientCapability, match=r"elicitation\.url") as caught:
             await client.call_tool("wants_url")
         assert caught.value.data == {"requiredCapabilities": {"elicitation": {"url": {}}}}
@@ -150,7 +154,7 @@ async def test_a_modern_only_server_answers_initialize_as_an_unsupported_version
         assert error["data"] == {"supported": [V26], "requested": V25}
         assert V26 in error["message"]
     with pytest.raises(NegotiationError, match=r"Unsupported protocol version .*code -32022"):
-        async with connected(server, mode="legacy"):
+        async with connected(server, mode="handshake"):
             pass
 
 
@@ -167,15 +171,15 @@ async def test_a_reserved_template_never_hands_a_climbing_path_to_its_handler(ur
 
 def test_callbacks_of_the_wrong_arity_fail_when_registered() -> None:
     transport = memory_pair()[0]
-    with pytest.raises(TypeError, match="on_log must accept 3"):
-        Client(transport, on_log=lambda level: None)
-    with pytest.raises(TypeError, match="on_list_changed must accept 1"):
-        Client(transport, on_list_changed=lambda: None)
-    with pytest.raises(TypeError, match="elicitation_handler must accept 1"):
-        Client(transport, elicitation_handler=lambda a, b: None)
-    with pytest.raises(TypeError, match="sampling_handler must be callable"):
-        Client(transport, sampling_handler="nope")  # type: ignore[arg-type]
-    Client(transport, on_log=lambda level, data, logger=None: None, on_resource_updated=print)
+    with pytest.raises(TypeError, match=r"ClientHooks\.on_log must accept 3"):
+        Client(transport, hooks=ClientHooks(on_log=lambda level: None))
+    with pytest.raises(TypeError, match=r"ClientHooks\.on_list_changed must accept 1"):
+        Client(transport, hooks=ClientHooks(on_list_changed=lambda: None))
+    with pytest.raises(TypeError, match=r"InputHandlers\.elicitation must accept 1"):
+        Client(transport, inputs=InputHandlers(elicitation=lambda a, b: None))
+    with pytest.raises(TypeError, match=r"InputHandlers\.sampling must be callable"):
+        Client(transport, inputs=InputHandlers(sampling="nope"))  # type: ignore[arg-type]
+    Client(transport, hooks=ClientHooks(on_log=lambda level, data, logger=None: None, on_resource_updated=print))
 
 
 async def test_an_overlong_uri_is_refused_before_matching() -> None:
@@ -203,7 +207,7 @@ def test_tools_declare_the_scopes_a_caller_needs() -> None:
     assert server.scopes_for({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}) == frozenset()
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 async def test_a_server_object_is_served_in_process_for_the_clients_lifetime(mode: str) -> None:
     server = make_server()
     async with Client(server, mode=mode) as client:

@@ -9,7 +9,7 @@ import anyio
 from helpers import RawPeer, meta, raw_server
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcpgen.runtime import Client, RequestContext, Server, memory_pair
+from mcpgen.runtime import Client, RequestContext, Server, ServerLimits, Timeouts, memory_pair
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=10),
@@ -107,7 +107,7 @@ backends = st.sampled_from(["asyncio", "trio"])
 
 
 def make_server() -> Server:
-    server = Server("fuzz", page_size=1)
+    server = Server("fuzz", limits=ServerLimits(page_size=1))
 
     @server.tool()
     def echo(text: str = "") -> str:
@@ -123,7 +123,7 @@ def make_server() -> Server:
 
     @server.tool()
     async def ask(ctx: RequestContext) -> str:
-        from mcpgen.runtime.mrtr import elicit
+        from mcpgen.runtime.protocol.input_requests import elicit
 
         if ctx.input_response("q") is None:
             return ctx.input_required(q=elicit("?", {"type": "object", "properties": {"a": {"type": "string"}}}))
@@ -162,7 +162,7 @@ def test_random_frames_never_break_the_client(batch: list[bytes], backend: str) 
     async def main() -> None:
         client_end, server_end = memory_pair(max_message_bytes=4096)
         peer = RawPeer(server_end)
-        async with Client(client_end, mode="2026-07-28", request_timeout=5) as client:
+        async with Client(client_end, mode="2026-07-28", timeouts=Timeouts(request=5)) as client:
             for frame in batch:
                 await peer.send_raw(frame)
 

@@ -10,10 +10,20 @@ import anyio
 import httpx
 import pytest
 from http_peer import Received, Reply, Script, http_peer
-from mcpgen.runtime import Client, ConnectionClosed, McpError, MethodNotFound, NegotiationError, RequestTimeout
+from mcpgen.runtime import (
+    Client,
+    ClientChecks,
+    ClientHooks,
+    ConnectionClosed,
+    InputHandlers,
+    McpError,
+    MethodNotFound,
+    NegotiationError,
+    RequestTimeout,
+)
 from mcpgen.runtime.client import subscriptions
+from mcpgen.runtime.client.http.connector import http
 from mcpgen.runtime.client.subscriptions import RELISTEN_ATTEMPTS
-from mcpgen.runtime.transport.http_client import http
 
 pytestmark = pytest.mark.anyio
 V25, V26 = "2025-11-25", "2026-07-28"
@@ -29,7 +39,7 @@ def result_of(request: Received, result: dict[str, Any]) -> dict[str, Any]:
 
 async def test_modern_posts_carry_the_version_and_routing_headers() -> None:
     script = Script(tools=[{"name": "echo", "inputSchema": {"type": "object"}}])
-    async with http_peer(script) as peer, Client(peer.url, validate_structured_output=False) as client:
+    async with http_peer(script) as peer, Client(peer.url, checks=ClientChecks(structured_output=False)) as client:
         assert client.protocol_version == V26
         assert [t.name async for t in client.tools()] == ["echo"]
         await client.call_tool("echo", {"text": "hi"})
@@ -111,7 +121,10 @@ TOOLS = [
 
 
 async def test_annotated_arguments_are_mirrored_and_invalid_tools_dropped() -> None:
-    async with http_peer(Script(tools=TOOLS)) as peer, Client(peer.url, validate_structured_output=False) as client:
+    async with (
+        http_peer(Script(tools=TOOLS)) as peer,
+        Client(peer.url, checks=ClientChecks(structured_output=False)) as client,
+    ):
         assert [t.name async for t in client.tools()] == ["query"]
         args = {"region": "Hello, 世界", "priority": 42, "verbose": None, "target": {"zone": " z1"}, "sql": "SELECT 1"}
         await client.call_tool("query", args)
@@ -140,7 +153,7 @@ async def test_a_header_mismatch_relists_the_tools_and_calls_again() -> None:
                 return
         await script(request, reply)
 
-    async with http_peer(handler) as peer, Client(peer.url, validate_structured_output=False) as client:
+    async with http_peer(handler) as peer, Client(peer.url, checks=ClientChecks(structured_output=False)) as client:
         result = await client.call_tool("query", {"region": "eu"})  # never listed: the transport knows no headers
         assert result.content[0].text == "called query"
     assert [p.rpc_method for p in peer.posts()][1:] == ["tools/call", "tools/list", "tools/call"]
@@ -207,7 +220,7 @@ async def test_a_modern_400_does_not_fall_back() -> None:
 @pytest.mark.parametrize("delete_status", [200, 405])
 async def test_the_session_id_and_version_are_echoed_and_the_session_deleted_on_close(delete_status: int) -> None:
     async with http_peer(Script(get_status=405, delete_status=delete_status)) as peer:
-        async with Client(peer.url, mode="legacy", validate_structured_output=False) as client:
+        async with Client(peer.url, mode="handshake", checks=ClientChecks(structured_output=False)) as client:
             await client.call_tool("x")
             await peer.wait_for(lambda r: r.method == "GET")
         delete = await peer.wait_for(lambda r: r.method == "DELETE")
@@ -222,7 +235,7 @@ async def test_the_session_id_and_version_are_echoed_and_the_session_deleted_on_
 
 @pytest.mark.parametrize("status", [404, 405])
 async def test_a_refused_get_stream_is_not_retried(status: int) -> None:
-    async with http_peer(Script(get_status=status)) as peer, Client(peer.url, mode="legacy") as client:
+    async with http_peer(Script(get_status=status)) as peer, Client(peer.url, mode="handshake") as client:
         await peer.wait_for(lambda r: r.method == "GET")
         assert [t async for t in client.tools()] == []
     assert [r.method for r in peer.requests].count("GET") == 1
@@ -237,7 +250,10 @@ async def test_the_get_stream_delivers_what_the_server_sends_outside_requests() 
             await reply.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             await reply.closed.wait()
 
-    async with http_peer(Pushing()) as peer, Client(peer.url, mode="legacy", on_list_changed=lambda k: changed.set()):
+    async with (
+        http_peer(Pushing()) as peer,
+        Client(peer.url, mode="handshake", hooks=ClientHooks(on_list_changed=lambda k: changed.set())),
+    ):
         await changed.wait()
 
 
@@ -257,7 +273,7 @@ async def test_a_404_on_the_session_starts_a_new_one_and_retries_once() -> None:
             return
         await script(request, reply)
 
-    async with http_peer(handler) as peer, Client(peer.url, mode="legacy") as client:
+    async with http_peer(handler) as peer, Client(peer.url, mode="handshake") as client:
         assert [t async for t in client.tools()] == []
         assert client.protocol_version == V25
     methods = [(p.rpc_method, p.headers.get("mcp-session-id")) for p in peer.posts()]
@@ -281,7 +297,7 @@ async def test_a_404_saying_method_not_found_keeps_the_session() -> None:
             return
         await script(request, reply)
 
-    async with http_peer(handler) as peer, Client(peer.url, mode="legacy") as client:
+    async with http_peer(handler) as peer, Client(peer.url, mode="handshake") as client:
         client.server_capabilities = None  # call it anyway
         with pytest.raises(MethodNotFound, match="prompts/list"):
             await client.list_prompts()
@@ -315,7 +331,7 @@ async def test_a_stream_closed_after_an_event_id_is_resumed_after_retry() -> Non
 
     async with (
         http_peer(Polling()) as peer,
-        Client(peer.url, mode="legacy", validate_structured_output=False) as client,
+        Client(peer.url, mode="handshake", checks=ClientChecks(structured_output=False)) as client,
     ):
         result = await client.call_tool("slow")
         assert result.content[0].text == "resumed"
@@ -334,7 +350,7 @@ async def test_a_stream_that_ends_without_an_event_id_fails_the_call() -> None:
                 return
             await super().on_request(request, message, reply)
 
-    async with http_peer(Closing()) as peer, Client(peer.url, mode="legacy") as client:
+    async with http_peer(Closing()) as peer, Client(peer.url, mode="handshake") as client:
         with pytest.raises(ConnectionClosed, match="closed the stream"):
             await client.call_tool("x")
         assert [t async for t in client.tools()] == [], "the session keeps working"
@@ -369,7 +385,12 @@ async def test_the_server_asks_on_the_post_stream_and_the_answer_goes_back_by_po
 
     async with (
         http_peer(Asking()) as peer,
-        Client(peer.url, mode="legacy", elicitation_handler=elicit, validate_structured_output=False) as client,
+        Client(
+            peer.url,
+            mode="handshake",
+            inputs=InputHandlers(elicitation=elicit),
+            checks=ClientChecks(structured_output=False),
+        ) as client,
     ):
         assert (await client.call_tool("x")).content[0].text == "yes"
 
@@ -410,7 +431,7 @@ async def test_cancelling_a_modern_call_closes_its_stream_and_sends_nothing() ->
 
 async def test_cancelling_a_handshake_call_sends_cancelled_and_closes_the_stream() -> None:
     script = Hanging()
-    async with http_peer(script) as peer, Client(peer.url, mode="legacy") as client:
+    async with http_peer(script) as peer, Client(peer.url, mode="handshake") as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "slow")
             await script.opened.wait()
@@ -479,7 +500,7 @@ async def test_a_modern_stream_that_breaks_is_issued_again_with_a_new_id() -> No
             return
         await script(request, reply)
 
-    async with http_peer(handler) as peer, Client(peer.url, validate_structured_output=False) as client:
+    async with http_peer(handler) as peer, Client(peer.url, checks=ClientChecks(structured_output=False)) as client:
         assert (await client.call_tool("x")).content[0].text == "called x"
     first, second = peer.posts("tools/call")
     assert first.json["id"] != second.json["id"]
@@ -497,7 +518,9 @@ async def test_a_request_on_a_modern_stream_is_ignored() -> None:
 
     async with (
         http_peer(handler) as peer,
-        Client(peer.url, roots=["file:///x"], validate_structured_output=False) as client,
+        Client(
+            peer.url, inputs=InputHandlers(roots=["file:///x"]), checks=ClientChecks(structured_output=False)
+        ) as client,
     ):
         assert (await client.call_tool("x")).content == []
     assert all("result" not in p.json and "error" not in p.json for p in peer.posts()), "no response was sent"
@@ -552,7 +575,7 @@ async def test_http_errors_become_errors_of_the_call() -> None:
         else:
             await script(request, reply)
 
-    async with http_peer(handler) as peer, Client(peer.url, validate_structured_output=False) as client:
+    async with http_peer(handler) as peer, Client(peer.url, checks=ClientChecks(structured_output=False)) as client:
         with pytest.raises(McpError, match=r"HTTP 500.*it broke") as plain:
             await client.call_tool("plain")
         assert plain.value.data == {"httpStatus": 500}
@@ -593,7 +616,7 @@ async def test_an_oversized_answer_fails_the_call_and_the_session_goes_on() -> N
     endpoint = http("http://placeholder", max_message_bytes=2000)
     async with http_peer(handler) as peer:
         endpoint.url = peer.url
-        async with Client(endpoint, validate_structured_output=False) as client:
+        async with Client(endpoint, checks=ClientChecks(structured_output=False)) as client:
             for name in ("json", "id_last", "sse"):
                 with pytest.raises(RemoteProtocolError, match="over the 2000-byte"):
                     await client.call_tool(name)
@@ -621,14 +644,14 @@ async def test_an_older_handshake_version_is_spoken_only_when_accepted() -> None
     script = Script(version="2025-03-26")
     async with http_peer(script) as peer:
         with pytest.raises(NegotiationError, match="2025-03-26"):
-            async with Client(peer.url, mode="legacy"):
+            async with Client(peer.url, mode="handshake"):
                 pass
-        async with Client(peer.url, mode="legacy", accept_older=True) as client:
+        async with Client(peer.url, mode="handshake", checks=ClientChecks(older_handshake=True)) as client:
             assert client.protocol_version == V25  # the tables it speaks with
             assert [t async for t in client.tools()] == []
         with pytest.raises(NegotiationError, match="2030-01-01"):
             script.version = "2030-01-01"  # newer than ours: no tables can speak it
-            async with Client(peer.url, mode="legacy", accept_older=True):
+            async with Client(peer.url, mode="handshake", checks=ClientChecks(older_handshake=True)):
                 pass
     listed = peer.posts("tools/list")[0]
     assert listed.headers["mcp-protocol-version"] == "2025-03-26", "the header names what the server agreed"
@@ -692,7 +715,7 @@ async def test_a_broken_listen_stream_is_opened_again_and_the_gap_reported(monke
 async def test_a_listen_stream_that_never_comes_back_ends_with_the_loss(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subscriptions, "RELISTEN_BACKOFF", (0.0, 0.01))
     script = _Listening(breaks=1000, ack=False)  # re-opened streams are never acknowledged again
-    async with http_peer(script) as peer, Client(peer.url, validate_structured_output=False) as client:
+    async with http_peer(script) as peer, Client(peer.url, checks=ClientChecks(structured_output=False)) as client:
         async with client.listen(tools=True) as sub:
             kinds = [event.kind async for event in sub]  # ends once the client gives up
             with pytest.raises(ConnectionClosed, match="broke"):
@@ -715,7 +738,7 @@ async def test_a_re_open_that_is_never_acknowledged_gives_up(monkeypatch: pytest
     monkeypatch.setattr(subscriptions, "RELISTEN_BACKOFF", (0.0, 0.01))
     monkeypatch.setattr(subscriptions, "RELISTEN_ACK_TIMEOUT", 0.2)
     script = _Listening(breaks=1, ack=False)  # re-opened streams stay open, unacknowledged
-    async with http_peer(script) as peer, Client(peer.url, validate_structured_output=False) as client:
+    async with http_peer(script) as peer, Client(peer.url, checks=ClientChecks(structured_output=False)) as client:
         async with client.listen(tools=True) as sub:
             assert [event.resumed async for event in sub] == [False] * (1 + RELISTEN_ATTEMPTS)
             with pytest.raises(RequestTimeout, match="not acknowledged"):

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 from http_peer import Received, Reply, Script, http_peer
-from mcpgen.runtime import AuthorizationRequired, Client
-from mcpgen.runtime.transport.base import AUTHORIZING_EXTENSION
+from mcpgen.runtime import AuthorizationRequired, Client, Timeouts
+from mcpgen.runtime.core.transport import AUTHORIZING_EXTENSION
 
 pytestmark = pytest.mark.anyio
 CHALLENGE = 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
@@ -61,7 +61,7 @@ class Authorizer(httpx.Auth):
         yield request
 
 
-@pytest.mark.parametrize(("mode", "first"), [("auto", "server/discover"), ("legacy", "initialize")])
+@pytest.mark.parametrize(("mode", "first"), [("auto", "server/discover"), ("handshake", "initialize")])
 async def test_a_401_on_the_first_request_fails_it_without_an_era_fallback(mode: str, first: str) -> None:
     async with http_peer(guarded(Script())) as peer:
         with pytest.raises(AuthorizationRequired) as refused:
@@ -71,7 +71,7 @@ async def test_a_401_on_the_first_request_fails_it_without_an_era_fallback(mode:
         assert [r.rpc_method for r in peer.posts()] == [first], "nothing else was tried"
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
 async def test_an_auth_flow_answers_the_401_of_the_first_request(mode: str) -> None:
     auth = Authorizer()
     script = Script(tools=[{"name": "t", "inputSchema": {"type": "object"}}])
@@ -91,7 +91,7 @@ async def test_an_authorizing_flow_stops_the_calls_timeout_and_restarts_it_after
         held.append((pending, pending.authorizing, pending.deadline.deadline))
 
     async with http_peer(guarded(Script())) as peer:
-        client = Client(peer.url, mode="legacy", auth=Authorizer(during), request_timeout=30)
+        client = Client(peer.url, mode="handshake", auth=Authorizer(during), timeouts=Timeouts(request=30))
         async with client:
             assert client.protocol_version == "2025-11-25"
     ((pending, authorizing, deadline),) = held
@@ -114,7 +114,7 @@ async def test_the_request_sent_again_after_an_authorization_is_retried_on_a_res
             return
         await inner(request, reply)
 
-    async with http_peer(handler) as peer, Client(peer.url, mode="legacy", auth=Authorizer()) as client:
+    async with http_peer(handler) as peer, Client(peer.url, mode="handshake", auth=Authorizer()) as client:
         assert client.protocol_version == "2025-11-25"
     initializes = peer.posts("initialize")
     assert [r.headers.get("authorization") for r in initializes] == [None, "Bearer good", "Bearer good"]

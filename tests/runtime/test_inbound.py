@@ -7,12 +7,20 @@ from typing import Any
 
 import pytest
 from helpers import V25, V26, meta
-from mcpgen.runtime import Server, wire
-from mcpgen.runtime.client.negotiation import Adopt, Fail, Initialize, Negotiation, Probe
-from mcpgen.runtime.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, UnsupportedProtocolVersion, http_status
-from mcpgen.runtime.inbound import Call, Rejection, Route
-from mcpgen.runtime.registry import VersionRegistry
-from mcpgen.runtime.transport import headers as h
+from mcpgen.runtime import Server
+from mcpgen.runtime.protocol import http_headers as h
+from mcpgen.runtime.protocol import wire
+from mcpgen.runtime.protocol.eras import Eras
+from mcpgen.runtime.protocol.errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    UnsupportedProtocolVersion,
+    http_status,
+)
+from mcpgen.runtime.protocol.negotiation import Adopt, Fail, Initialize, Negotiation, Probe
+from mcpgen.runtime.protocol.routing import Call, Rejection, Route
+from mcpgen.runtime.protocol.tables import VersionRegistry
 
 REGISTRY = VersionRegistry()
 
@@ -220,7 +228,7 @@ def test_header_names_are_tokens() -> None:
 
 
 def plan(mode: str = "auto", versions: tuple[str, ...] = (V25, V26)) -> Negotiation:
-    return Negotiation(REGISTRY, versions, mode)
+    return Negotiation(Eras(REGISTRY), versions, mode)
 
 
 DISCOVER = {"resultType": "complete", "supportedVersions": [V26, V25], "capabilities": {}}
@@ -228,11 +236,11 @@ DISCOVER = {"resultType": "complete", "supportedVersions": [V26, V25], "capabili
 
 def test_negotiation_starts_by_mode() -> None:
     assert plan().start() == Probe(V26)
-    assert plan("legacy").start() == Initialize(V25, exact=False)
+    assert plan("handshake").start() == Initialize(V25, exact=False)
     assert plan(V26).start() == Adopt(V26, None)
     assert plan(V25).start() == Initialize(V25, exact=True)
     assert plan(versions=(V25,)).start() == Initialize(V25, exact=False)
-    assert isinstance(plan("legacy", (V26,)).start(), Fail)
+    assert isinstance(plan("handshake", (V26,)).start(), Fail)
 
 
 def test_negotiation_after_discover() -> None:
@@ -250,7 +258,7 @@ def test_negotiation_after_a_refused_probe() -> None:
     refusal = UnsupportedProtocolVersion("no", data={"supported": [V26], "requested": V26})
     assert p.after_probe_error(refusal, V26) == Probe(V26), "one retry with the version the server lists"
     assert isinstance(p.after_probe_error(refusal, V26), Fail), "but not forever"
-    from mcpgen.runtime.errors import HeaderMismatch, MethodNotFound
+    from mcpgen.runtime.protocol.errors import HeaderMismatch, MethodNotFound
 
     assert isinstance(p.after_probe_error(HeaderMismatch("h"), V26), Fail), "a modern error never falls back"
     assert p.after_probe_error(MethodNotFound("m"), V26) == Initialize(V25, exact=False)

@@ -10,7 +10,17 @@ from typing import Any
 import anyio
 import pytest
 from helpers import V25, V26, RawPeer, connected, meta, raw_server
-from mcpgen.runtime import Client, McpError, NegotiationError, RequestContext, Server, memory_pair
+from mcpgen.runtime import (
+    Client,
+    ClientHooks,
+    McpError,
+    NegotiationError,
+    RequestContext,
+    Sealing,
+    Server,
+    Timeouts,
+    memory_pair,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +59,7 @@ async def test_serve_returns_when_the_client_leaves_even_after_notifications() -
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(serve)
-        async with Client(client_end, mode="legacy") as client:
+        async with Client(client_end, mode="handshake") as client:
             await client.call_tool("grow")  # pushes tools/list_changed
         with anyio.fail_after(2):
             await done.wait()
@@ -64,7 +74,9 @@ async def test_a_callback_that_makes_a_request_does_not_stall_the_session() -> N
     async def relist(kind: str) -> None:
         seen.append([t.name async for t in holder["client"].tools()])
 
-    async with connected(server, mode="legacy", on_list_changed=relist, request_timeout=3) as client:
+    async with connected(
+        server, mode="handshake", hooks=ClientHooks(on_list_changed=relist), timeouts=Timeouts(request=3)
+    ) as client:
         holder["client"] = client
         started = time.monotonic()
         await client.call_tool("grow")
@@ -140,7 +152,7 @@ async def test_legacy_subscription_ends_when_the_connection_closes() -> None:
     client_end, server_end = memory_pair()
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_end)
-        async with Client(client_end, mode="legacy") as client, client.listen(resource_uris=["mem://dir"]) as sub:
+        async with Client(client_end, mode="handshake") as client, client.listen(resource_uris=["mem://dir"]) as sub:
             await server_end.send.aclose()  # the server goes away
             with anyio.fail_after(2):
                 assert [e async for e in sub] == []
@@ -149,7 +161,7 @@ async def test_legacy_subscription_ends_when_the_connection_closes() -> None:
 
 async def test_legacy_subscription_gets_sub_resource_updates() -> None:
     server = make_server()
-    async with connected(server, mode="legacy") as client, client.listen(resource_uris=["mem://dir"]) as sub:
+    async with connected(server, mode="handshake") as client, client.listen(resource_uris=["mem://dir"]) as sub:
         server.notify_resource_updated("mem://dir/a")
         event = await sub.next(timeout=2)
         assert event.uri == "mem://dir/a"
@@ -207,7 +219,7 @@ async def test_closing_the_client_ends_the_server_session() -> None:
 
 
 async def test_oversized_request_state_is_refused_when_issued() -> None:
-    server = Server("big", state_ttl_seconds=60)
+    server = Server("big", sealing=Sealing(ttl_seconds=60))
 
     @server.tool()
     async def hoard(ctx: RequestContext) -> str:

@@ -18,16 +18,20 @@ import pytest
 from helpers import V25, V26, RawPeer, connected, meta, raw_server
 from mcpgen.runtime import (
     Client,
+    ClientLimits,
+    InputHandlers,
     InvalidParams,
     McpError,
     MethodNotFound,
     MissingClientCapability,
     RequestContext,
+    Sealing,
     Server,
+    ServerLimits,
     memory_pair,
 )
-from mcpgen.runtime.errors import ElicitationError, InputRoundsExceeded, InternalError, MissingInputHandler
-from mcpgen.runtime.mrtr import (
+from mcpgen.runtime.protocol.errors import ElicitationError, InputRoundsExceeded, InternalError, MissingInputHandler
+from mcpgen.runtime.protocol.input_requests import (
     InputRequired,
     StateSealer,
     apply_elicitation,
@@ -123,8 +127,9 @@ async def sampling(params: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "fake"}
 
 
-FULL = {"elicitation_handler": accept(), "sampling_handler": sampling, "roots": ["file:///work"]}
-MODES = ["legacy", V26]
+FULL_INPUTS = {"elicitation": accept(), "sampling": sampling, "roots": ["file:///work"]}
+FULL = {"inputs": InputHandlers(**FULL_INPUTS)}
+MODES = ["handshake", V26]
 
 
 # -- the same handler serves both eras -------------------------------------------------------
@@ -140,8 +145,8 @@ async def test_one_handler_both_eras(mode: str) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_prompts_and_resources_ask_for_input_too(mode: str) -> None:
-    answers = {"elicitation_handler": accept({"t": "tea", "ok": True})}
-    async with connected(make_server(), mode=mode, **answers) as client:
+    answers = InputHandlers(elicitation=accept({"t": "tea", "ok": True}))
+    async with connected(make_server(), mode=mode, inputs=answers) as client:
         prompt = await client.get_prompt("guided")
         assert prompt.messages[0].content.text == "Write about tea"
         contents = await client.read_resource("mem://secret")
@@ -153,7 +158,7 @@ async def test_decline_reaches_the_handler(mode: str) -> None:
     async def decline(params: Any) -> dict[str, Any]:
         return {"action": "decline"}
 
-    async with connected(make_server(), mode=mode, elicitation_handler=decline) as client:
+    async with connected(make_server(), mode=mode, inputs=InputHandlers(elicitation=decline)) as client:
         assert (await client.call_tool("confirm", {"item": "b"})).content[0].text == "kept b (decline)"
 
 
@@ -178,7 +183,7 @@ async def test_input_requests_are_answered_concurrently(mode: str) -> None:
         return {"action": "accept", "content": {"ok": True}}
 
     async with connected(
-        make_server(), mode=mode, sampling_handler=slow_sampling, elicitation_handler=slow_elicit, roots=[]
+        make_server(), mode=mode, inputs=InputHandlers(sampling=slow_sampling, elicitation=slow_elicit, roots=[])
     ) as client:
         result = await client.call_tool("everything")
         assert result.structured_content["sure"] == "accept"
@@ -207,14 +212,18 @@ ASK = {"confirm": {"method": "elicitation/create", "params": {"message": "ok?", 
 
 
 async def drive(
-    replies: list[dict[str, Any]], arguments: dict[str, Any] | None = None, **options: Any
+    replies: list[dict[str, Any]],
+    arguments: dict[str, Any] | None = None,
+    inputs: InputHandlers | None = None,
+    **options: Any,
 ) -> tuple[Any, list[dict[str, Any]]]:
     client_end, server_end = memory_pair()
     seen: list[dict[str, Any]] = []
     outcome: Any = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(scripted, RawPeer(server_end), replies, seen)
-        async with Client(client_end, mode=V26, **{"elicitation_handler": accept(), **options}) as client:
+        inputs = inputs or InputHandlers(elicitation=accept())
+        async with Client(client_end, mode=V26, inputs=inputs, **options) as client:
             try:
                 outcome = await client.call_tool("t", arguments)
             except Exception as exc:
@@ -248,7 +257,9 @@ async def test_client_sends_no_state_when_none_was_given() -> None:
 
 
 async def test_state_only_round_is_retried_after_a_pause() -> None:
-    outcome, seen = await drive([input_required(requestState="later"), DONE], state_only_pause=0.05)
+    outcome, seen = await drive(
+        [input_required(requestState="later"), DONE], inputs=InputHandlers(elicitation=accept(), state_only_pause=0.05)
+    )
     assert outcome.content[0].text == "done"
     assert seen[1]["params"]["requestState"] == "later"
     assert "inputResponses" not in seen[1]["params"]
@@ -256,7 +267,7 @@ async def test_state_only_round_is_retried_after_a_pause() -> None:
 
 async def test_round_limit_is_a_typed_error() -> None:
     replies = [input_required(inputRequests=ASK, requestState=str(i)) for i in range(4)]
-    outcome, seen = await drive(replies, max_input_rounds=3)
+    outcome, seen = await drive(replies, limits=ClientLimits(max_input_rounds=3))
     assert isinstance(outcome, InputRoundsExceeded)
     assert len(seen) == 4
 
@@ -279,7 +290,7 @@ async def test_a_handler_that_raises_stops_the_call() -> None:
     async def broken(params: Any) -> dict[str, Any]:
         raise RuntimeError("no user here")
 
-    outcome, seen = await drive([input_required(inputRequests=ASK), DONE], elicitation_handler=broken)
+    outcome, seen = await drive([input_required(inputRequests=ASK), DONE], inputs=InputHandlers(elicitation=broken))
     assert isinstance(outcome, RuntimeError) and "no user here" in str(outcome)
     assert len(seen) == 1
 
@@ -289,7 +300,7 @@ async def test_disabled_driver_returns_the_input_required_result_and_retry_helpe
     seen: list[dict[str, Any]] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(scripted, RawPeer(server_end), [input_required(inputRequests=ASK, requestState="s1"), DONE], seen)
-        async with Client(client_end, mode=V26, mrtr=False) as client:
+        async with Client(client_end, mode=V26, inputs=InputHandlers(drive=False)) as client:
             pending = await client.call_tool("t", {"a": 1}, resolve_input=False)
             assert pending.result_type == "input_required"
             assert set(pending.input_requests) == {"confirm"}
@@ -304,7 +315,7 @@ async def test_disabled_driver_returns_the_input_required_result_and_retry_helpe
 
 async def test_parallel_calls_keep_their_own_state() -> None:
     server = make_server()
-    async with connected(server, mode=V26, elicitation_handler=accept()) as client:
+    async with connected(server, mode=V26, inputs=InputHandlers(elicitation=accept())) as client:
         async with anyio.create_task_group() as tg:
             results: dict[str, str] = {}
 
@@ -434,7 +445,7 @@ async def test_state_replayed_for_another_call_is_refused() -> None:
 
 
 async def test_expired_state_is_refused() -> None:
-    async with raw_server(make_server(state_ttl_seconds=-1)) as peer:
+    async with raw_server(make_server(sealing=Sealing(ttl_seconds=-1))) as peer:
         state = (await first_round(peer))["requestState"]
         reply = await peer.request(2, "tools/call", retry_params(state))
         assert reply["error"]["code"] == -32602 and "expired" in reply["error"]["message"]
@@ -494,7 +505,10 @@ async def test_state_only_round_end_to_end(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_server_round_limit(mode: str) -> None:
     async with connected(
-        make_server(max_input_rounds=2), mode=mode, elicitation_handler=accept(), max_input_rounds=3
+        make_server(limits=ServerLimits(max_input_rounds=2)),
+        mode=mode,
+        inputs=InputHandlers(elicitation=accept()),
+        limits=ClientLimits(max_input_rounds=3),
     ) as client:
         with pytest.raises((InternalError, InputRoundsExceeded)):
             await client.call_tool("insatiable")
@@ -576,7 +590,9 @@ async def test_legacy_client_errors_reach_the_original_caller() -> None:
 
 
 async def test_capabilities_inferred_from_handlers_and_explicit_wins() -> None:
-    client = Client(memory_pair()[0], **FULL, elicitation_modes=("form", "url"), sampling_tools=True)
+    client = Client(
+        memory_pair()[0], inputs=InputHandlers(**FULL_INPUTS, elicitation_modes=("form", "url"), sampling_tools=True)
+    )
     assert client.capabilities(V25) == {
         "roots": {"listChanged": True},
         "sampling": {"tools": {}},
@@ -603,7 +619,7 @@ async def test_roots_changes_notify_legacy_servers_that_were_told() -> None:
     server = make_server()
     heard = anyio.Event()
     server.on_roots_changed = lambda session: heard.set()
-    async with connected(server, mode="legacy", roots=["file:///a"]) as client:
+    async with connected(server, mode="handshake", inputs=InputHandlers(roots=["file:///a"])) as client:
         await client.add_roots({"uri": "file:///b", "name": "b"})
         with anyio.fail_after(2):
             await heard.wait()
@@ -616,14 +632,14 @@ async def test_roots_changes_notify_legacy_servers_that_were_told() -> None:
 
 async def test_legacy_client_refuses_roots_it_does_not_have() -> None:
     server = make_server()
-    async with connected(server, mode="legacy"):
+    async with connected(server, mode="handshake"):
         with pytest.raises(MethodNotFound):
             await next(iter(server.sessions)).send_request("roots/list", None, timeout=2)
 
 
 async def test_legacy_client_refuses_an_undeclared_elicitation_mode() -> None:
     server = make_server()
-    async with connected(server, mode="legacy", elicitation_handler=accept()):
+    async with connected(server, mode="handshake", inputs=InputHandlers(elicitation=accept())):
         params = {"mode": "url", "message": "m", "url": "https://x", "elicitationId": "e"}
         with pytest.raises(InvalidParams, match="url"):
             await next(iter(server.sessions)).send_request("elicitation/create", params, timeout=2)
@@ -631,7 +647,7 @@ async def test_legacy_client_refuses_an_undeclared_elicitation_mode() -> None:
 
 async def test_legacy_client_refuses_tool_sampling_without_the_capability() -> None:
     server = make_server()
-    async with connected(server, mode="legacy", sampling_handler=sampling):
+    async with connected(server, mode="handshake", inputs=InputHandlers(sampling=sampling)):
         params = {"messages": [], "maxTokens": 5, "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
         with pytest.raises(McpError) as err:
             await next(iter(server.sessions)).send_request("sampling/createMessage", params, timeout=2)
@@ -643,7 +659,9 @@ async def test_url_mode_never_carries_form_data(mode: str) -> None:
     async def leaky(params: Any) -> dict[str, Any]:
         return {"action": "accept", "content": {"password": "hunter2"}}
 
-    async with connected(make_server(), mode=mode, elicitation_handler=leaky, elicitation_modes=("url",)) as client:
+    async with connected(
+        make_server(), mode=mode, inputs=InputHandlers(elicitation=leaky, elicitation_modes=("url",))
+    ) as client:
         with pytest.raises((ElicitationError, McpError)):
             await client.call_tool("open_url")
 
@@ -663,7 +681,7 @@ async def test_required_field_with_default_left_empty_is_refused(mode: str) -> N
             return ctx.input_required(q=elicit("?", schema_with_default))
         return "accepted"
 
-    async with connected(server, mode=mode, elicitation_handler=accept({})) as client:
+    async with connected(server, mode=mode, inputs=InputHandlers(elicitation=accept({}))) as client:
         with pytest.raises((ElicitationError, McpError), match="ok: required"):
             await client.call_tool("strict")
 

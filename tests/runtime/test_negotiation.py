@@ -7,7 +7,7 @@ from typing import Any
 import anyio
 import pytest
 from helpers import V25, V26, RawPeer, connected
-from mcpgen.runtime import Client, NegotiationError, Server, memory_pair
+from mcpgen.runtime import Client, NegotiationError, Server, Timeouts, memory_pair
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ def make_server(**options: Any) -> Server:
 
 @pytest.mark.parametrize(
     ("mode", "expected"),
-    [("auto", V26), ("legacy", V25), (V26, V26), (V25, V25)],
+    [("auto", V26), ("handshake", V25), (V26, V26), (V25, V25)],
 )
 async def test_modes_against_a_dual_era_server(mode: str, expected: str) -> None:
     async with connected(make_server(), mode=mode) as client:
@@ -53,7 +53,7 @@ async def test_auto_uses_the_modern_server_directly() -> None:
 
 async def test_legacy_mode_against_a_modern_only_server_fails_clearly() -> None:
     with pytest.raises(NegotiationError, match="Unsupported protocol version"):
-        async with connected(make_server(versions=[V26]), mode="legacy"):
+        async with connected(make_server(versions=[V26]), mode="handshake"):
             pass
 
 
@@ -124,7 +124,9 @@ PONG = {"result": {}}
 async def test_auto_falls_back_when_the_probe_gets_no_answer() -> None:
     """The server is up (it answers the liveness ping) but ignores the probe: after the probe
     timeout, counted from the ping's answer, the client falls back to initialize."""
-    version, seen = await run_client({"ping": PONG, "initialize": init_result(V25)}, mode="auto", probe_timeout=0.2)
+    version, seen = await run_client(
+        {"ping": PONG, "initialize": init_result(V25)}, mode="auto", timeouts=Timeouts(probe=0.2)
+    )
     assert version == V25
     assert "notifications/cancelled" not in [m.get("method") for m in seen], (
         "no cancel is sent to a server before initialize"
@@ -133,7 +135,7 @@ async def test_auto_falls_back_when_the_probe_gets_no_answer() -> None:
 
 async def test_auto_waits_for_a_server_that_answers_nothing_until_the_startup_timeout() -> None:
     version, seen = await run_client(
-        {"initialize": init_result(V25)}, mode="auto", probe_timeout=0.1, startup_timeout=0.5
+        {"initialize": init_result(V25)}, mode="auto", timeouts=Timeouts(probe=0.1, startup=0.5)
     )
     assert version == V25
     methods = [m.get("method") for m in seen]
@@ -169,7 +171,7 @@ async def test_a_late_discover_answer_is_adopted_after_the_fallback_was_sent() -
     seen: list[dict[str, Any]] = []
     async with anyio.create_task_group() as tg:
         tg.start_soon(slow_server, RawPeer(server_end), seen)
-        async with Client(client_end, mode="auto", probe_timeout=0.2) as client:
+        async with Client(client_end, mode="auto", timeouts=Timeouts(probe=0.2)) as client:
             assert client.protocol_version == V26
             assert client.era == "modern"
         tg.cancel_scope.cancel()
@@ -199,9 +201,9 @@ async def test_auto_does_not_fall_back_when_32022_lists_nothing_in_common() -> N
 
 
 async def test_legacy_accepts_a_supported_counter_offer_only() -> None:
-    version, _ = await run_client({"initialize": init_result(V25)}, mode="legacy")
+    version, _ = await run_client({"initialize": init_result(V25)}, mode="handshake")
     assert version == V25
-    outcome, seen = await run_client({"initialize": init_result("2024-11-05")}, mode="legacy")
+    outcome, seen = await run_client({"initialize": init_result("2024-11-05")}, mode="handshake")
     assert isinstance(outcome, NegotiationError)
     assert "2024-11-05" in str(outcome)
     assert "notifications/initialized" not in [m.get("method") for m in seen]

@@ -12,22 +12,26 @@ import pytest
 from helpers import V25, V26, RawPeer, connected, meta, raw_server
 from mcpgen.runtime import (
     Client,
+    ClientLimits,
     ElicitationError,
+    InputHandlers,
     McpRuntimeError,
     PaginationError,
     RemoteProtocolError,
     RequestContext,
     RequestTimeout,
     Server,
+    ServerLimits,
+    Timeouts,
     memory_pair,
 )
-from mcpgen.runtime.mrtr import apply_elicitation, elicit
+from mcpgen.runtime.protocol.input_requests import apply_elicitation, elicit
 
 pytestmark = pytest.mark.anyio
 
 
 def make_server(**options: Any) -> Server:
-    server = Server("rel", page_size=2, **options)
+    server = Server("rel", **options, limits=ServerLimits(page_size=2))
 
     @server.tool()
     def echo(text: str = "") -> str:
@@ -108,7 +112,7 @@ def test_a_stray_cancellation_does_not_end_a_stdio_server() -> None:
 async def test_a_timeout_is_a_deadline_for_the_whole_call_even_when_sending_blocks() -> None:
     """The peer reads nothing, so every send waits for room: each call still ends at its deadline."""
     client_end, _server_end = memory_pair(buffer=0)  # nobody reads the server end
-    async with Client(client_end, mode=V26, request_timeout=0.5) as client:  # a pin: no negotiation traffic
+    async with Client(client_end, mode=V26, timeouts=Timeouts(request=0.5)) as client:  # a pin: no negotiation traffic
         outcomes: list[BaseException] = []
 
         async def call() -> None:
@@ -172,7 +176,7 @@ async def test_an_oversized_reply_becomes_an_error_for_the_caller() -> None:
     client_end, server_end = memory_pair(max_message_bytes=4096)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_end)
-        async with Client(client_end, mode=V26, request_timeout=None) as client:
+        async with Client(client_end, mode=V26, timeouts=Timeouts(request=None)) as client:
             with anyio.fail_after(30), pytest.raises(McpRuntimeError, match="too large"):
                 await client.call_tool("big")
             assert (await client.call_tool("echo", {"text": "ok"})).content[0].text == "ok"
@@ -190,7 +194,7 @@ async def test_an_oversized_response_fails_the_call_it_answers() -> None:
             await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": body})
 
         tg.start_soon(huge_answer)
-        async with Client(client_end, mode=V26, request_timeout=None) as client:
+        async with Client(client_end, mode=V26, timeouts=Timeouts(request=None)) as client:
             with anyio.fail_after(30), pytest.raises(RemoteProtocolError, match="over the 4096-byte"):
                 await client.call_tool("echo")
         tg.cancel_scope.cancel()
@@ -234,10 +238,10 @@ async def test_nan_in_an_elicitation_answer_is_refused_in_both_eras() -> None:
     async def nan_answer(params: Any) -> dict[str, Any]:
         return {"action": "accept", "content": {"stars": math.nan}}
 
-    async with connected(server, mode=V26, elicitation_handler=nan_answer) as client:
+    async with connected(server, mode=V26, inputs=InputHandlers(elicitation=nan_answer)) as client:
         with pytest.raises(ElicitationError, match="expected number"):
             await client.call_tool("rate")
-    async with connected(server, mode=V25, elicitation_handler=nan_answer) as client:
+    async with connected(server, mode=V25, inputs=InputHandlers(elicitation=nan_answer)) as client:
         with pytest.raises(McpRuntimeError, match="expected number"):  # the client refused the server's request
             await client.call_tool("rate")
 
@@ -291,7 +295,7 @@ async def test_a_server_that_never_stops_paginating_is_stopped() -> None:
                 await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
         tg.start_soon(endless)
-        async with Client(client_end, mode=V26, max_pages=25) as client:
+        async with Client(client_end, mode=V26, limits=ClientLimits(max_pages=25)) as client:
             with pytest.raises(PaginationError, match="more than 25 pages"):
                 async for _ in client.tools():
                     pass
@@ -311,7 +315,7 @@ async def test_an_unacknowledged_listen_is_a_typed_timeout() -> None:
                     return
 
         tg.start_soon(silent)
-        async with Client(client_end, mode=V26, request_timeout=0.3) as client:
+        async with Client(client_end, mode=V26, timeouts=Timeouts(request=0.3)) as client:
             with pytest.raises(RequestTimeout):
                 async with client.listen(tools=True):
                     pass
@@ -332,7 +336,7 @@ async def test_an_elicitation_handler_with_non_object_content_is_a_typed_error(c
         return {"action": "accept", "content": content}
 
     for mode in (V25, V26):
-        async with connected(server, mode=mode, elicitation_handler=odd) as client:
+        async with connected(server, mode=mode, inputs=InputHandlers(elicitation=odd)) as client:
             with pytest.raises(McpRuntimeError) as caught:
                 await client.call_tool("ask")
             assert isinstance(caught.value, (ElicitationError, McpRuntimeError))

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcpgen.runtime.schema_check import SchemaCheck
+from mcpgen.runtime.protocol.schema_check import SchemaCheck
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]},

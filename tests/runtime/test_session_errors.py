@@ -9,7 +9,8 @@ import anyio
 import pytest
 from helpers import V25, V26, meta, raw_server
 from mcpgen.runtime import McpError, RequestContext, Server
-from mcpgen.runtime.transport import LineSplitter, Oversized
+from mcpgen.runtime.core.stdio import LineSplitter
+from mcpgen.runtime.core.transport import Frame, Oversized
 
 pytestmark = pytest.mark.anyio
 
@@ -154,7 +155,7 @@ def test_line_splitter_never_buffers_more_than_the_limit() -> None:
         assert splitter.buffered <= 100 + 1024  # the line so far, or the head kept of an oversized one
     frames += splitter.feed(b'yyy\n{"a": 1}\n')
     oversized, line = frames
-    assert isinstance(oversized, Oversized) and line == b'{"a": 1}'
+    assert isinstance(oversized, Oversized) and line == Frame(b'{"a": 1}')
     assert oversized.limit == 100 and oversized.size_at_least >= 1_000_000
     assert oversized.head.startswith(b"yyy") and len(oversized.head) <= 1024
 
@@ -162,8 +163,8 @@ def test_line_splitter_never_buffers_more_than_the_limit() -> None:
 def test_line_splitter_handles_split_lines_and_blank_lines() -> None:
     splitter = LineSplitter(limit=100)
     assert splitter.feed(b'{"a"') == []
-    assert splitter.feed(b': 1}\r\n\n\n{"b": 2}\n{"c"') == [b'{"a": 1}', b'{"b": 2}']
-    assert splitter.finish() == [b'{"c"']
+    assert splitter.feed(b': 1}\r\n\n\n{"b": 2}\n{"c"') == [Frame(b'{"a": 1}'), Frame(b'{"b": 2}')]
+    assert splitter.finish() == [Frame(b'{"c"')]
 
 
 async def test_notifications_never_get_replies_even_when_bad() -> None:

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from mcpgen.runtime.transport.sse import HEAD_CHARS, Event, SseParser
+from mcpgen.runtime.core.sse import HEAD_CHARS, SseEvent, SseParser
 
 
-def parse(stream: bytes, limit: int | None = None) -> tuple[list[Event], SseParser]:
+def parse(stream: bytes, limit: int | None = None) -> tuple[list[SseEvent], SseParser]:
     parser = SseParser(limit)
     return parser.feed(stream), parser
 
 
 def test_fields_of_one_event() -> None:
     events, parser = parse(b"event: note\nid: 7\nretry: 250\ndata: hello\n\n")
-    assert events == [Event("hello", "note", "7")]
+    assert events == [SseEvent("hello", "note", "7")]
     assert parser.last_event_id == "7" and parser.retry == 250
 
 
 def test_multi_line_data_is_joined_with_newlines() -> None:
     events, _ = parse(b"data: first\ndata:second\ndata:  third\ndata\n\n")
-    assert events == [Event("first\nsecond\n third\n")]
+    assert events == [SseEvent("first\nsecond\n third\n")]
 
 
 def test_every_line_ending_works() -> None:
@@ -31,7 +31,7 @@ def test_every_line_ending_works() -> None:
 
 def test_comments_and_unknown_fields_are_ignored() -> None:
     events, _ = parse(b": keep-alive\n:\nfoo: bar\ndata: x\n: between\n\n:\r\n")
-    assert events == [Event("x")]
+    assert events == [SseEvent("x")]
 
 
 def test_an_event_without_data_is_not_dispatched_but_its_id_counts() -> None:
@@ -41,7 +41,7 @@ def test_an_event_without_data_is_not_dispatched_but_its_id_counts() -> None:
 
 def test_the_priming_event_has_empty_data() -> None:
     events, parser = parse(b"id: event-1\nretry: 500\ndata: \n\n")
-    assert events == [Event("", id="event-1")] and parser.retry == 500
+    assert events == [SseEvent("", id="event-1")] and parser.retry == 500
 
 
 def test_the_last_event_id_persists_and_an_id_with_nul_is_ignored() -> None:
@@ -59,28 +59,28 @@ def test_retry_must_be_digits() -> None:
 
 def test_a_leading_byte_order_mark_is_dropped_once() -> None:
     events, _ = parse(b"\xef\xbb\xbfdata: x\n\n")
-    assert events == [Event("x")]
+    assert events == [SseEvent("x")]
     events, _ = parse(b"\xef\xbb\xbf\xef\xbb\xbfdata: x\n\n")
     assert events == [], "a second BOM is part of the field name"
 
 
 def test_an_unfinished_event_at_the_end_is_not_dispatched() -> None:
     events, _ = parse(b"data: done\n\ndata: half")
-    assert events == [Event("done")]
+    assert events == [SseEvent("done")]
 
 
 def test_a_cr_at_a_chunk_boundary_ends_one_line() -> None:
     parser = SseParser()
     assert parser.feed(b"data: a\r") == []
-    assert parser.feed(b"\n\r") == [Event("a")]
-    assert parser.feed(b"\ndata: b\r\r") == [Event("b")]
+    assert parser.feed(b"\n\r") == [SseEvent("a")]
+    assert parser.feed(b"\ndata: b\r\r") == [SseEvent("b")]
 
 
 def test_utf8_split_across_chunks() -> None:
     data = "data: grüße 世界\n\n".encode()
     parser = SseParser()
     events = [e for i in range(len(data)) for e in parser.feed(data[i : i + 1])]
-    assert events == [Event("grüße 世界")]
+    assert events == [SseEvent("grüße 世界")]
 
 
 def test_an_event_over_the_limit_keeps_its_head_and_the_next_is_whole() -> None:
@@ -88,14 +88,14 @@ def test_an_event_over_the_limit_keeps_its_head_and_the_next_is_whole() -> None:
     events, _ = parse(big, limit=1000)
     assert events[0].size_at_least > 1000
     assert events[0].data.startswith('{"id": 3') and len(events[0].data) <= HEAD_CHARS
-    assert events[1] == Event("small")
+    assert events[1] == SseEvent("small")
 
 
 def test_many_data_lines_over_the_limit() -> None:
     stream = b"data: 0123456789\n" * 300 + b"\n" + b"data: after\n\n"
     parser = SseParser(1000)
     events = [e for i in range(0, len(stream), 7) for e in parser.feed(stream[i : i + 7])]
-    assert events[0].size_at_least > 1000 and events[1] == Event("after")
+    assert events[0].size_at_least > 1000 and events[1] == SseEvent("after")
 
 
 def test_a_line_that_never_ends_holds_no_more_than_the_limit() -> None:
@@ -130,10 +130,10 @@ def test_any_chunking_gives_the_same_events(events: list[tuple[list[str], str | 
         text += "".join(f"data: {line}{end}" for line in lines)
         text += end
         if lines:
-            expected.append(Event("\n".join(lines), id=last_id))
+            expected.append(SseEvent("\n".join(lines), id=last_id))
     data = text.encode()
     parser = SseParser()
-    got: list[Event] = []
+    got: list[SseEvent] = []
     position, index = 0, 0
     while position < len(data):
         size = cuts[index % len(cuts)]

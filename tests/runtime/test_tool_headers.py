@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from mcpgen.runtime.transport.tool_headers import ToolHeaders, header_paths
+from mcpgen.runtime.client.http.tool_headers import ToolHeaders, header_paths
 
 
 def schema(**properties: Any) -> dict[str, Any]:

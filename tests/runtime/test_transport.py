@@ -8,7 +8,8 @@ import time
 import anyio
 import pytest
 from mcpgen.runtime import Client, ConnectionClosed
-from mcpgen.runtime.transport import stdio_client
+from mcpgen.runtime.core.stdio import stdio_client
+from mcpgen.runtime.core.transport import Frame, Outgoing
 
 pytestmark = pytest.mark.anyio
 
@@ -34,9 +35,9 @@ async def test_stdio_client_kills_a_server_that_will_not_stop() -> None:
 async def test_stdio_client_lets_a_polite_server_exit_on_eof() -> None:
     script = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
     async with stdio_client(sys.executable, ["-c", script]) as transport:
-        await transport.send.send(b'{"echo": 1}')
+        await transport.send.send(Outgoing(b'{"echo": 1}', message={"echo": 1}))
         with anyio.fail_after(5):
-            assert await transport.receive.receive() == b'{"echo": 1}'
+            assert await transport.receive.receive() == Frame(b'{"echo": 1}')
 
 
 async def test_a_server_that_dies_mid_request_fails_the_pending_call() -> None:
@@ -52,6 +53,6 @@ async def test_embedded_newlines_never_split_a_stdio_message() -> None:
         "sys.stdout.write(str(line.count(chr(10))) + chr(10))\nsys.stdout.flush()\n"
     )
     async with stdio_client(sys.executable, ["-c", script]) as transport:
-        await transport.send.send(b'{"a": "x\ny"}')
+        await transport.send.send(Outgoing(b'{"a": "x\ny"}', message={"a": "x\ny"}))
         with anyio.fail_after(5):
-            assert await transport.receive.receive() == b"1"
+            assert await transport.receive.receive() == Frame(b"1")

@@ -9,7 +9,7 @@ import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mcpgen.runtime.uritemplate import UriTemplate, normalize
+from mcpgen.runtime.protocol.uritemplate import UriTemplate, normalize
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ async def test_the_user_client_runs_against_the_user_server(capsys: pytest.Captu
 
 
 async def test_tools_that_ask_for_input_publish_only_their_own_output() -> None:
-    async with Client(stdio(SERVER), mode="legacy") as client:
+    async with Client(stdio(SERVER), mode="handshake") as client:
         tools = {tool.name: tool async for tool in client.tools()}
         assert tools["delete"].output_schema is None, "`-> str`: text, no structured output"
         assert "InputRequired" not in json.dumps(tools["delete"].model_dump(mode="json"))

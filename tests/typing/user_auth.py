@@ -5,15 +5,8 @@ from __future__ import annotations
 
 from mcpgen.generated.types import CallToolResult
 from mcpgen.runtime import Client, RequestContext, Server
-from mcpgen.runtime.auth import (
-    AuthInfo,
-    FileTokenStorage,
-    JWTVerifier,
-    OAuth,
-    ProtectedResource,
-    RedirectHandler,
-)
-from mcpgen.runtime.transport.http_server import HttpApp
+from mcpgen.runtime.auth import AuthInfo, FileTokenStorage, JWTVerifier, OAuth, ProtectedResource, RedirectHandler
+from mcpgen.runtime.server.http.app import HttpApp
 
 server = Server("notes")
 

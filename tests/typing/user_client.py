@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 from mcpgen.generated.types import CallToolResult, InputRequiredResult
-from mcpgen.runtime import Client, stdio
+from mcpgen.runtime import Client, ClientHooks, InputHandlers, stdio
 
 
 async def on_log(level: Any, data: Any, logger: Any) -> None:
@@ -34,9 +34,8 @@ async def main(command: list[str]) -> None:
     async with Client(
         stdio(command),
         mode="auto",
-        on_log=on_log,
-        on_list_changed=on_change,
-        elicitation_handler=confirm_everything,
+        hooks=ClientHooks(on_log=on_log, on_list_changed=on_change),
+        inputs=InputHandlers(elicitation=confirm_everything),
     ) as client:
         print(client.protocol_version, client.era, client.server_info)
         names: list[str] = [tool.name async for tool in client.tools()]

@@ -1,0 +1,49 @@
+"""`mcpgen serve`: serve a `Server` over Streamable HTTP from the command line.
+
+    mcpgen serve examples/everything_server.py:server --port 8000     # http://127.0.0.1:8000/mcp
+    mcpgen serve mypackage.server:build --host 0.0.0.0 --allow-origin https://app.example.com
+
+The target is `FILE_OR_MODULE:ATTR` (ATTR defaults to `server`; a function returning a `Server`
+works too). Bound to a loopback address, the endpoint refuses other Host and Origin headers (DNS
+rebinding protection); bound elsewhere, cross-origin requests need `--allow-origin`.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..server.http.security import HttpSecurity
+
+
+@click.command()
+@click.argument("target")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port to bind.")
+@click.option("--path", default="/mcp", show_default=True, help="Path of the MCP endpoint.")
+@click.option("--allow-host", "allowed_hosts", multiple=True, help="Another Host header to accept (repeatable).")
+@click.option("--allow-origin", "allowed_origins", multiple=True, help="An Origin to accept (repeatable; * for any).")
+@click.option("--log-level", default="info", show_default=True, help="uvicorn's log level.")
+def serve(  # noqa: PLR0913  (click passes each option as an argument)
+    target: str,
+    host: str,
+    port: int,
+    path: str,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Serve FILE_OR_MODULE:ATTR (an mcpgen Server) over Streamable HTTP."""
+    from ..server.http.workers import load_server
+
+    try:
+        server = load_server(target)
+    except ImportError as exc:
+        raise click.ClickException(f"cannot import {target}: {exc}") from None
+    except (LookupError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    security = HttpSecurity(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+    click.echo(f"serving {server.info.get('name')} at http://{host}:{port}{path}", err=True)
+    try:
+        server.run_http(host, port, path, log_level=log_level, security=security)
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from None

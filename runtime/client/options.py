@@ -1,0 +1,201 @@
+"""The client's grouped options: `Client(url, timeouts=Timeouts(request=10), inputs=InputHandlers(...))`.
+
+Each group is a frozen dataclass with a default for every field, so a client states only what it
+changes. The keywords these replace (`request_timeout=`, `sampling_handler=`, `max_pages=`, ...)
+still work for one release, with a `DeprecationWarning` naming the group to use.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypedDict
+
+
+class SamplingHandler(Protocol):
+    """`async def handler(params) -> result`: `params` is the version's `CreateMessageRequestParams`;
+    return a `CreateMessageResult` (a model or its wire dict)."""
+
+    def __call__(self, params: Any, /) -> Awaitable[Any] | Any: ...
+
+
+class ElicitationHandler(Protocol):
+    """`async def handler(params) -> result`: `params` is the version's `ElicitRequestParams`
+    (form or URL mode); return an `ElicitResult` (a model or its wire dict)."""
+
+    def __call__(self, params: Any, /) -> Awaitable[Any] | Any: ...
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long the client waits.
+
+    - `request`: seconds for a whole call (None: no limit);
+    - `probe`: how long a server that answered something may take to answer the version probe
+      before it is taken for a handshake-era server;
+    - `startup`: how long a server may take to answer anything at all while connecting (default:
+      `request`, or 60 s without one).
+    """
+
+    request: float | None = 60.0
+    probe: float = 3.0
+    startup: float | None = None
+
+    @property
+    def startup_or_default(self) -> float:
+        return self.startup if self.startup is not None else (self.request or 60.0)
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    """What the client accepts from a server before it stops.
+
+    - `max_pages`: pages a listing may have (`PaginationError` past that);
+    - `max_message_bytes`: the size of one message (default: the transport's, 4 MiB);
+    - `max_input_rounds`: rounds of input requests one call may need (`InputRoundsExceeded`).
+    """
+
+    max_pages: int = 1000
+    max_message_bytes: int | None = None
+    max_input_rounds: int = 10
+
+
+@dataclass(frozen=True)
+class InputHandlers:
+    """How the client answers what a server asks: the same handlers serve a handshake-era server's
+    requests and a modern server's input requests (multi-round-trip calls).
+
+    - `sampling`, `elicitation`: `async def handler(params) -> result` (see `SamplingHandler`,
+      `ElicitationHandler`); `sampling_tools` declares tool use in sampling; `elicitation_modes`
+      the modes declared (`form`, `url`);
+    - `roots`: the client's roots (URIs, or `{"uri": ..., "name": ...}` objects);
+    - `drive`: answer input requests and retry by itself (False: a call that needs input raises
+      `InputError`, unless made with `resolve_input=False`);
+    - `state_only_pause`: seconds to wait before retrying when the server asked for nothing but
+      sent state (it is working).
+    """
+
+    sampling: SamplingHandler | None = None
+    elicitation: ElicitationHandler | None = None
+    roots: Iterable[Mapping[str, Any] | str] | None = None
+    sampling_tools: bool = False
+    elicitation_modes: Iterable[str] = ("form",)
+    drive: bool = True
+    state_only_pause: float = 0.0
+
+
+@dataclass(frozen=True)
+class ClientHooks:
+    """Callbacks for what the server announces, run in order on the connection's callback worker
+    (never on its reader, so they may make calls of their own).
+
+    - `on_list_changed(kind)`: a list changed (`tools`, `prompts`, `resources`);
+    - `on_resource_updated(uri)`: a subscribed resource changed;
+    - `on_log(level, data, logger)`: a log message.
+    """
+
+    on_list_changed: Callable[[str], Any] | None = None
+    on_resource_updated: Callable[[str | None], Any] | None = None
+    on_log: Callable[[Any, Any, Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class ClientChecks:
+    """What the client checks of the server's answers.
+
+    - `structured_output`: tool results' structured content against the tool's `outputSchema`
+      (`StructuredOutputError`);
+    - `older_handshake`: accept a handshake-era server's counter-offer of a version older than any
+      this client knows, spoken with the oldest tables it has.
+    """
+
+    structured_output: bool = True
+    older_handshake: bool = False
+
+
+class DeprecatedClientOptions(TypedDict, total=False):
+    """The keywords `Client` took before its options were grouped (each still works, with a warning)."""
+
+    request_timeout: float | None
+    probe_timeout: float
+    startup_timeout: float | None
+    max_pages: int
+    max_message_bytes: int | None
+    max_input_rounds: int
+    sampling_handler: SamplingHandler | None
+    sampling_tools: bool
+    elicitation_handler: ElicitationHandler | None
+    elicitation_modes: Iterable[str]
+    roots: Iterable[Mapping[str, Any] | str] | None
+    mrtr: bool
+    state_only_pause: float
+    on_list_changed: Callable[[str], Any] | None
+    on_resource_updated: Callable[[str | None], Any] | None
+    on_log: Callable[[Any, Any, Any], Any] | None
+    validate_structured_output: bool
+    accept_older: bool
+
+
+# old keyword -> (group keyword, field)
+_MOVED: dict[str, tuple[str, str]] = {
+    "request_timeout": ("timeouts", "request"),
+    "probe_timeout": ("timeouts", "probe"),
+    "startup_timeout": ("timeouts", "startup"),
+    "max_pages": ("limits", "max_pages"),
+    "max_message_bytes": ("limits", "max_message_bytes"),
+    "max_input_rounds": ("limits", "max_input_rounds"),
+    "sampling_handler": ("inputs", "sampling"),
+    "sampling_tools": ("inputs", "sampling_tools"),
+    "elicitation_handler": ("inputs", "elicitation"),
+    "elicitation_modes": ("inputs", "elicitation_modes"),
+    "roots": ("inputs", "roots"),
+    "mrtr": ("inputs", "drive"),
+    "state_only_pause": ("inputs", "state_only_pause"),
+    "on_list_changed": ("hooks", "on_list_changed"),
+    "on_resource_updated": ("hooks", "on_resource_updated"),
+    "on_log": ("hooks", "on_log"),
+    "validate_structured_output": ("checks", "structured_output"),
+    "accept_older": ("checks", "older_handshake"),
+}
+_GROUP_TYPES = {
+    "timeouts": Timeouts,
+    "limits": ClientLimits,
+    "inputs": InputHandlers,
+    "hooks": ClientHooks,
+    "checks": ClientChecks,
+}
+
+
+@dataclass
+class ClientOptions:
+    """Every group, resolved (what `Client` keeps)."""
+
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    limits: ClientLimits = field(default_factory=ClientLimits)
+    inputs: InputHandlers = field(default_factory=InputHandlers)
+    hooks: ClientHooks = field(default_factory=ClientHooks)
+    checks: ClientChecks = field(default_factory=ClientChecks)
+
+
+def resolve_client_options(groups: Mapping[str, Any], deprecated: Mapping[str, Any]) -> ClientOptions:
+    """The groups given, with the deprecated keywords folded in (each warns once per call site)."""
+    resolved: dict[str, Any] = {name: groups.get(name) or kind() for name, kind in _GROUP_TYPES.items()}
+    moved: dict[str, dict[str, Any]] = {}
+    for keyword, value in deprecated.items():
+        target = _MOVED.get(keyword)
+        if target is None:
+            raise TypeError(f"Client() got an unexpected keyword argument {keyword!r}")
+        group, name = target
+        kind = _GROUP_TYPES[group]
+        warnings.warn(
+            f"Client({keyword}=...) is deprecated; use Client({group}={kind.__name__}({name}=...))",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if groups.get(group) is not None:
+            raise TypeError(f"Client() got both {group}= and the deprecated {keyword}=; use {group}= only")
+        moved.setdefault(group, {})[name] = value
+    for group, values in moved.items():
+        resolved[group] = replace(resolved[group], **values)
+    return ClientOptions(**resolved)

@@ -1,0 +1,451 @@
+"""The session core shared by client and server: JSON-RPC 2.0 over a transport.
+
+It owns what does not depend on the side: reading and classifying messages (`wire`), request
+ids (a counter, never reused), pending requests with their deadlines, cancellation both ways
+(`notifications/cancelled`), progress (`progressToken` -> callback), replies routed the way the
+request came (`TransportContext.reply`; the route is told when its request is over), and turning
+bad input into JSON-RPC errors:
+
+- malformed JSON -> -32700 (no id); a batch, a non-object, bad `params` -> -32600;
+- a message over the size limit -> -32600, with the id when its first bytes carry one (an
+  oversized response fails the call it answers instead of leaving it waiting);
+- what a handler raises: `McpError` -> its code, anything else -> -32603 (a stray cancellation
+  included: only a cancellation of the request itself, or of the session, ends the handler quietly).
+
+After any of these the session keeps serving. At most `max_in_flight` requests from the peer run
+at once; past that the session stops reading until replies drain (back-pressure). Each message is
+encoded once (`Outgoing` carries the object and its bytes) and decoded once (a transport that
+decoded a message already hands it over decoded). What a request means (which methods exist,
+params, capabilities) belongs to the subclasses: the server routes with `protocol.routing`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..protocol import wire
+from ..protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ConnectionClosed,
+    McpError,
+    McpRuntimeError,
+    MessageTooLarge,
+    RemoteProtocolError,
+    RequestTimeout,
+)
+from .correlation import Correlation, ProgressCallback
+from .transport import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    HEAD_BYTES,
+    Authorizing,
+    Failure,
+    Inbound,
+    Outgoing,
+    Oversized,
+    ReplyRoute,
+    Transport,
+    TransportContext,
+)
+from .worker import OrderedWorker
+
+if TYPE_CHECKING:
+    from ..protocol.routing import Route
+
+log = logging.getLogger("mcpgen.runtime.core")
+
+RequestId = wire.RequestId
+DEFAULT_MAX_IN_FLIGHT = 256
+CALLBACK_BUFFER = 1024  # notifications whose callbacks have not run yet before the reader waits
+NO_TRANSPORT = TransportContext("none", can_send_request=False)
+
+
+class _Default:
+    """The "use the session's default" marker for timeouts."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+Timeout = float | _Default | None
+
+
+@dataclass
+class IncomingRequest:
+    """A request from the peer, as the routing code sees it."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] | None
+    context: TransportContext
+    cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    route: Route | None = None  # set by a transport that routed the request already
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        meta = (self.params or {}).get("_meta")
+        return meta if isinstance(meta, dict) else {}
+
+    @property
+    def progress_token(self) -> RequestId | None:
+        token = self.meta.get("progressToken")
+        return token if wire.is_request_id(token) else None
+
+
+class Session:
+    """One connection. Subclasses implement `handle_request` and `handle_notification`."""
+
+    side: ClassVar[str] = "?"  # "client" or "server": who we are
+
+    def __init__(
+        self,
+        transport: Transport | None,
+        *,
+        request_timeout: float | None = 60.0,
+        max_message_bytes: int | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
+        self.transport = transport
+        self.context = transport.context if transport is not None else NO_TRANSPORT
+        self.request_timeout = request_timeout
+        self.max_message_bytes = max_message_bytes or (
+            transport.max_message_bytes if transport else DEFAULT_MAX_MESSAGE_BYTES
+        )
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.max_in_flight = max_in_flight
+        self.calls = Correlation(self.side)
+        self._in_flight: dict[RequestId, IncomingRequest] = {}
+        self._task_group: TaskGroup | None = None
+        self._room: anyio.Event | None = None  # set when a request finishes while the reader waits for room
+        self._is_closed = False
+        self.callbacks = OrderedWorker("notification callbacks", mark=True, buffer=CALLBACK_BUFFER)
+        self.bad_frames = 0  # messages from the peer that were not JSON-RPC at all
+
+    # -- hooks for subclasses --------------------------------------------------------------
+
+    async def handle_request(self, request: IncomingRequest) -> Any:
+        """Serve one request; return the result object (a dict or a model) or raise `McpError`."""
+        raise McpError(f"method not found: {request.method}", code=-32601)
+
+    async def handle_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:
+        """Act on one notification from the peer (cancel and progress are handled already)."""
+
+    def can_cancel(self, method: str) -> bool:
+        """May we send `notifications/cancelled` for an outgoing request of `method`?"""
+        return True
+
+    def accepts_cancel(self, incoming: IncomingRequest) -> bool:
+        """May the peer cancel this request (legacy `initialize` may not be cancelled)?"""
+        return True
+
+    def on_closed(self) -> None:
+        """Called once when the transport has closed."""
+
+    # -- running ---------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._is_closed
+
+    @property
+    def in_flight(self) -> int:
+        """Requests from the peer being served now."""
+        return len(self._in_flight)
+
+    @property
+    def pending(self) -> int:
+        """Our requests waiting for the peer's answer."""
+        return len(self.calls.pending)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Read and dispatch messages until the transport closes."""
+        if self.transport is None:
+            raise RuntimeError("this session has no transport to read; feed it with serve_inline()")
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            self.callbacks.attach(tg)
+            task_status.started()
+            try:
+                async for item in self.transport.receive:
+                    await self.receive(item)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+            finally:
+                self._close()
+                for incoming in list(self._in_flight.values()):
+                    incoming.cancel_scope.cancel()
+        self._task_group = None
+
+    def _close(self) -> None:
+        if self._is_closed:
+            return
+        self._is_closed = True
+        self.callbacks.close()
+        self.calls.close(lambda method: ConnectionClosed(f"the connection closed before {method} was answered"))
+        self.on_closed()
+
+    def defer(self, callback: Callable[..., Awaitable[Any] | Any], *args: Any) -> None:
+        """Run user code (a notification callback) after the reader, in order, on one worker task:
+        the reader never waits on it, so the callback may itself make requests on this session."""
+        self.callbacks.submit(callback, *args)
+
+    # -- outgoing ----------------------------------------------------------------------------
+
+    async def send_message(
+        self, message: Mapping[str, Any], *, route: ReplyRoute | None = None, final: bool = False
+    ) -> None:
+        """Encode and send one message: on `route` when given, else on the transport.
+
+        Raises `MessageTooLarge` (nothing sent) over the size limit, `ConnectionClosed` when the
+        connection is gone, ValueError/TypeError when the message cannot be encoded.
+        """
+        data = wire.dumps(message)
+        if len(data) > self.max_message_bytes:
+            raise MessageTooLarge(f"a {len(data)}-byte message is over the {self.max_message_bytes}-byte limit")
+        if route is None and self._is_closed:
+            raise ConnectionClosed("the connection is closed")
+        item = Outgoing(data, message=message)
+        try:
+            if route is not None:
+                await route.send(item, final=final)
+            elif self.transport is not None:
+                await self.transport.send.send(item)
+            else:
+                raise ConnectionClosed("this message has nowhere to go (no transport, no reply route)")
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            raise ConnectionClosed("the connection is closed") from exc
+
+    async def send_notification(
+        self, method: str, params: Mapping[str, Any] | None = None, *, route: ReplyRoute | None = None
+    ) -> None:
+        await self.send_message(wire.notification(method, params), route=route)
+
+    def next_id(self) -> int:
+        """Reserve a request id (for callers that must know it before the request is sent)."""
+        return self.calls.next_id()
+
+    async def send_request(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        request_id: RequestId | None = None,
+        route: ReplyRoute | None = None,
+        sent: anyio.Event | None = None,
+    ) -> Any:
+        """Send a request and wait for its result (a parsed JSON value); raise `McpError` on an error reply.
+
+        The timeout is a deadline for the whole call, the send included (stopped while the transport
+        reports the call held up by an authorization, then restarted); `sent` is set once the
+        request is on its way. On timeout or
+        cancellation the peer is told (`notifications/cancelled`, where the protocol allows it)
+        without holding the caller, and `RequestTimeout` (or the cancellation) propagates.
+        """
+        if request_id is None:
+            request_id = self.calls.next_id()
+        pending = self.calls.open(request_id, method, on_progress)
+        body: dict[str, Any] | None = dict(params) if params is not None else None
+        if pending.token is not None:
+            body = dict(body or {})
+            body["_meta"] = {**(body.get("_meta") or {}), "progressToken": pending.token}
+        limit = self.request_timeout if isinstance(timeout, _Default) else timeout
+        was_sent = False
+        try:
+            with anyio.fail_after(limit if limit is not None else math.inf) as deadline:
+                pending.deadline, pending.limit = deadline, limit
+                await self.send_message(wire.request(request_id, method, body), route=route)
+                was_sent = True
+                if sent is not None:
+                    sent.set()
+                await pending.done.wait()
+        except TimeoutError:
+            if was_sent:
+                self._cancel_remote(request_id, method, f"timed out after {limit} s", route)
+            raise RequestTimeout(f"{method} timed out after {limit} s") from None
+        except anyio.get_cancelled_exc_class():
+            if was_sent:
+                self._cancel_remote(request_id, method, "cancelled by the caller", route)
+            raise
+        finally:
+            self.calls.discard(request_id)
+        await self.callbacks.catch_up(pending.barrier, timeout=limit)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _cancel_remote(self, request_id: RequestId, method: str, reason: str, route: ReplyRoute | None) -> None:
+        """Tell the peer, in the background: a peer that stopped reading cannot hold the caller."""
+        if self._is_closed or self._task_group is None or not self.can_cancel(method):
+            return
+        self._task_group.start_soon(self._send_cancel, request_id, reason, route)
+
+    async def _send_cancel(self, request_id: RequestId, reason: str, route: ReplyRoute | None) -> None:
+        with anyio.move_on_after(self.request_timeout if self.request_timeout is not None else 30.0):
+            try:
+                params = {"requestId": request_id, "reason": reason}
+                await self.send_notification("notifications/cancelled", params, route=route)
+            except McpRuntimeError:
+                pass
+
+    # -- incoming ----------------------------------------------------------------------------
+
+    async def receive(self, item: Inbound) -> None:
+        """Handle one message from the transport (requests start on their own task)."""
+        if isinstance(item, Oversized):
+            await self._on_oversized(item)
+            return
+        if isinstance(item, Failure):
+            self._on_failure(item)
+            return
+        if isinstance(item, Authorizing):
+            self.calls.authorizing(item.request_id, item.active)
+            item.applied.set()
+            return
+        data, context = item.data, item.context or self.context
+        if len(data) > self.max_message_bytes:
+            await self._on_oversized(Oversized(len(data), self.max_message_bytes, data[:HEAD_BYTES], context))
+            return
+        message = item.decoded if item.decoded is not None else wire.decode(data)
+        if isinstance(message, wire.Invalid):
+            if message.code == PARSE_ERROR:
+                self.bad_frames += 1
+            await self._refuse(message, context)
+        elif isinstance(message, wire.Response):
+            self.calls.answer(message, self.callbacks.queued)
+        elif isinstance(message, wire.Notification):
+            await self._on_notification(message.method, message.params, context)
+        else:
+            await self._start(message, context)
+
+    async def _refuse(self, invalid: wire.Invalid, context: TransportContext) -> None:
+        if not invalid.answer:
+            log.warning("ignored a message: %s", invalid.message)
+            return
+        await self._reply_quietly(wire.error(invalid.id, invalid.code, invalid.message), context.reply)
+
+    async def _reply_quietly(self, message: Mapping[str, Any], route: ReplyRoute | None) -> None:
+        try:
+            await self.send_message(message, route=route, final=True)
+        except McpRuntimeError:
+            pass
+
+    async def _on_oversized(self, item: Oversized) -> None:
+        context = item.context or self.context
+        request_id, is_request = wire.partial_id(item.head)
+        log.warning("dropped a message of at least %d bytes (limit %d)", item.size_at_least, item.limit)
+        waiting = self.calls.pending.get(request_id) if request_id is not None and not is_request else None
+        if waiting is not None and request_id is not None:  # an answer to our call: fail the call, do not drop it
+            limit = f"over the {item.limit}-byte message limit"
+            self.calls.fail(
+                request_id, RemoteProtocolError(f"the answer to {waiting.method} was {limit} and was dropped")
+            )
+            return
+        message = f"message too large: over {item.limit} bytes"
+        reply = wire.error(request_id if is_request else None, INVALID_REQUEST, message, {"limit": item.limit})
+        await self._reply_quietly(reply, context.reply)
+
+    def _on_failure(self, failure: Failure) -> None:
+        """The transport could not get our call an answer: fail the call with its reason."""
+        error = failure.error
+        if not self.calls.fail(
+            failure.request_id, error if isinstance(error, McpRuntimeError) else ConnectionClosed(str(error))
+        ):
+            log.debug("ignored a transport failure for unknown or finished request %r", failure.request_id)
+
+    async def _start(self, request: wire.Request, context: TransportContext) -> None:
+        if request.id in self._in_flight:
+            # Answering with this id would collide with the real answer: the error carries no id.
+            log.warning("dropped a %s request reusing in-flight id %r", request.method, request.id)
+            message = f"request id {request.id!r} is already in use; request dropped"
+            await self._reply_quietly(wire.error(None, INVALID_REQUEST, message), context.reply)
+            return
+        assert self._task_group is not None
+        while len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
+            self._room = anyio.Event()
+            await self._room.wait()
+        incoming = IncomingRequest(request.id, request.method, request.params, context)
+        self._in_flight[request.id] = incoming
+        self._task_group.start_soon(self._serve_registered, incoming)
+
+    async def _serve_registered(self, incoming: IncomingRequest) -> None:
+        try:
+            await self.serve(incoming)
+        finally:
+            self._in_flight.pop(incoming.id, None)
+            if self._room is not None:
+                self._room.set()
+
+    async def serve(self, incoming: IncomingRequest) -> None:
+        """Run the handler for one request and send its reply (none if the request was cancelled);
+        then tell its reply route the request is over. A request-scoped transport calls this in
+        its own task: cancelling that task cancels the handler, and nothing is sent after that."""
+        try:
+            await self._serve(incoming)
+        finally:
+            if incoming.context.reply is not None:
+                incoming.context.reply.request_ended()
+
+    async def _serve(self, incoming: IncomingRequest) -> None:
+        reply: dict[str, Any] | None = None
+        with incoming.cancel_scope:
+            try:
+                result = await self.handle_request(incoming)
+                reply = wire.result(incoming.id, wire.to_wire(result))
+            except McpError as exc:
+                reply = wire.error(incoming.id, exc.code, exc.message, exc.data)
+            except anyio.get_cancelled_exc_class():
+                if incoming.cancel_scope.cancel_called or anyio.current_effective_deadline() == -math.inf:
+                    raise  # the request or the session is being cancelled: ours, so it propagates
+                log.warning("the handler for %s was cancelled from outside; answering with an error", incoming.method)
+                reply = wire.error(
+                    incoming.id, INTERNAL_ERROR, f"Internal error: the {incoming.method} handler was cancelled"
+                )
+            except Exception as exc:
+                log.exception("handler for %s failed", incoming.method)
+                reply = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+        if incoming.cancel_scope.cancelled_caught or reply is None:
+            return  # cancelled by the peer: no response
+        await self._send_reply(incoming, reply)
+
+    async def _send_reply(self, incoming: IncomingRequest, reply: dict[str, Any]) -> None:
+        route = incoming.context.reply
+        try:
+            await self.send_message(reply, route=route, final=True)
+            return
+        except ConnectionClosed:
+            return
+        except MessageTooLarge as exc:
+            log.error("the reply to %s is too large: %s", incoming.method, exc)
+            error = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: the reply is too large: {exc}")
+        except (ValueError, TypeError) as exc:  # not serialisable: the handler's bug, not the session's end
+            log.error("could not encode the reply to %s: %s", incoming.method, exc)
+            error = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: the reply could not be encoded: {exc}")
+        await self._reply_quietly(error, route)
+
+    async def _on_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:
+        if method == "notifications/cancelled":
+            target = (params or {}).get("requestId")
+            incoming = self._in_flight.get(target) if wire.is_request_id(target) else None
+            if incoming is not None and self.accepts_cancel(incoming):
+                incoming.cancel_scope.cancel()
+        elif method == "notifications/progress":
+            await self.calls.progress(params or {})
+            return
+        try:
+            await self.handle_notification(method, params, context)
+        except McpError as exc:
+            log.warning("ignored %s notification: %s", method, exc)
+        except Exception:
+            log.exception("notification handler for %s failed", method)

@@ -1,0 +1,146 @@
+"""Inbound routing: which version, table row and params a request is served with. Pure: no I/O.
+
+`Router.route(...)` takes one request (method, params), its transport context and the version
+a handshake-era session negotiated (if any), and returns a `Route` (version, era, `MethodSpec`,
+parsed params) or a `Rejection` (a JSON-RPC error and the HTTP status it maps to). The server's
+session serves the route; its Streamable HTTP application calls the same function per POST.
+
+Which era a request belongs to is decided by the era rules (`EraRules.claim`, in `eras`), newest era first: a
+request carrying modern `_meta` is modern, `initialize` and requests on an initialized session
+are handshake-era. A modern request runs the modern ladder in this order: the `_meta` keys
+(-32602), then the HTTP routing headers against the body when the transport has headers
+(-32020), then whether the version is served (-32022). Then, for any era: the method must be a
+client request of that version's table (-32601, so `initialize` or `ping` sent as a modern
+request is -32601), the server must offer the capability that gates it (-32601), a handler must
+exist (-32601), and the params must validate (-32602).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from .capabilities import gate_allows
+from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError, http_status, validation_detail
+from .keys import PROTOCOL_VERSION_KEY, REQUEST
+from .tables import VersionRegistry
+
+if TYPE_CHECKING:
+    from mcpgen.generated._spec import MethodSpec
+
+    from .eras import EraRules, Eras
+
+
+@dataclass
+class Call:
+    """One inbound request, as routing sees it."""
+
+    method: str
+    params: Mapping[str, Any] | None
+    headers: Mapping[str, str] | None = None  # lower-case names; None when the transport has none
+    session_version: str | None = None  # what `initialize` negotiated on this session
+
+    meta: Mapping[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        found = (self.params or {}).get("_meta")
+        self.meta = found if isinstance(found, Mapping) else {}
+
+    @property
+    def requested_version(self) -> Any:
+        return self.meta.get(PROTOCOL_VERSION_KEY)
+
+
+@dataclass(slots=True)
+class Route:
+    """How to serve a request: its version and era, the table row, the parsed params."""
+
+    version: str
+    era: EraRules
+    spec: MethodSpec
+    params: Any
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A request refused before any handler ran."""
+
+    code: int
+    message: str
+    data: Any = None
+
+    @property
+    def http_status(self) -> int:
+        return http_status(self.code)
+
+    def error(self) -> McpError:
+        """As the `McpError` subclass of its code (what the session answers with)."""
+        return McpError.from_error({"code": self.code, "message": self.message, "data": self.data})
+
+
+@dataclass
+class Router:
+    """Static routing configuration of one server, and the pure routing function."""
+
+    registry: VersionRegistry
+    versions: tuple[str, ...]  # what the server serves
+    eras: Eras  # tried newest first
+    handlers: Collection[str]  # methods with a handler
+    capabilities: Callable[[], Mapping[str, Any]]  # what the server offers
+    header_params: Callable[[Mapping[str, Any] | None], Mapping[str, str]] = field(default=lambda params: {})
+    """For a `tools/call`: the tool's `x-mcp-header` parameters (header name -> argument name)."""
+    _by_era: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
+
+    def versions_of(self, era: EraRules) -> list[str]:
+        """The versions of `era` this server serves, newest first."""
+        found = self._by_era.get(era.name)
+        if found is None:
+            found = self._by_era[era.name] = self.eras.versions_of(era, self.versions)
+        return found
+
+    def supported_newest_first(self) -> list[str]:
+        return self.registry.newest_first(self.versions)
+
+    def route(self, call: Call) -> Route | Rejection:
+        for era in self.eras.newest_first:
+            claimed = era.claim(call, self)
+            if claimed is None:
+                continue
+            if isinstance(claimed, Rejection):
+                return claimed
+            return self.resolve(call, claimed, era)
+        return Rejection(
+            INVALID_PARAMS,
+            f"missing _meta[{PROTOCOL_VERSION_KEY!r}]: a modern request must name its protocol version "
+            "(a handshake-era client must send initialize first)",
+            {"supported": self.supported_newest_first()},
+        )
+
+    def resolve(self, call: Call, version: str, era: EraRules) -> Route | Rejection:
+        """The table steps, the same for every era."""
+        spec = self.registry.spec(version, call.method)
+        if spec is None or spec.kind != REQUEST or not spec.direction.allows("client"):
+            return Rejection(METHOD_NOT_FOUND, f"method not found: {call.method} (protocol {version})")
+        gate = spec.capability
+        if gate is not None and gate.side in ("server", "receiver"):
+            if not gate_allows(self.capabilities(), gate, call.params):
+                return Rejection(
+                    METHOD_NOT_FOUND, f"method not found: {call.method} (this server does not offer {gate.path})"
+                )
+        if call.method not in self.handlers:
+            return Rejection(METHOD_NOT_FOUND, f"method not found: {call.method}")
+        try:
+            params = spec.parse_params(call.params)
+        except ValidationError as exc:
+            return Rejection(
+                INVALID_PARAMS,
+                f"invalid params for {call.method}: {validation_detail(exc)}",
+                {"errors": json.loads(exc.json(include_url=False, include_input=False))},
+            )
+        except ValueError as exc:
+            return Rejection(INVALID_PARAMS, f"invalid params for {call.method}: {exc}")
+        return Route(version, era, spec, params)

@@ -1,0 +1,106 @@
+"""What tools, prompts and resources share: the context marker, annotation reading, wire helpers."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Collection
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+
+from ...protocol.input_requests import InputRequired
+
+
+class Context:
+    """Marker base: a handler parameter annotated with `Context` (or a subclass) receives the request context."""
+
+
+def wire_object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """A wire object: the required keys, plus each optional one that has a value."""
+    return {**required, **{key: value for key, value in optional.items() if value}}
+
+
+def is_context(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, Context)
+
+
+def _context_names() -> dict[str, Any]:
+    found: dict[str, Any] = {"Context": Context}
+    stack: list[type[Any]] = [Context]
+    while stack:
+        sub: type[Any]
+        for sub in stack.pop().__subclasses__():
+            found.setdefault(sub.__name__, sub)
+            stack.append(sub)
+    return found
+
+
+def hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Evaluated annotations of `fn`, also when they are strings naming a context class that
+    `fn`'s module imported locally (e.g. inside a function, under `from __future__ import annotations`)."""
+    target = inspect.unwrap(fn)
+    globalns = getattr(target, "__globals__", {})
+    localns = _context_names()
+    try:
+        return typing.get_type_hints(target, globalns=globalns, localns=localns, include_extras=True)
+    except Exception:
+        pass
+    found: dict[str, Any] = {}
+    signature = inspect.signature(fn)
+    for name, annotation in [
+        *((n, p.annotation) for n, p in signature.parameters.items()),
+        ("return", signature.return_annotation),
+    ]:
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, dict(globalns), localns)
+            except Exception as exc:
+                raise TypeError(
+                    f"{getattr(fn, '__name__', fn)}: cannot resolve the annotation {annotation!r} of {name!r}; "
+                    "import its type at module level"
+                ) from exc
+        found[name] = annotation
+    return found
+
+
+def context_param(fn: Callable[..., Any], found: dict[str, Any] | None = None) -> str | None:
+    """The parameter of `fn` that receives the request context, if any."""
+    found = hints(fn) if found is None else found
+    for pname, param in inspect.signature(fn).parameters.items():
+        if is_context(found.get(pname, param.annotation)):
+            return pname
+    return None
+
+
+def without_input_required(annotation: Any) -> Any:
+    """`X | InputRequired` -> `X`: asking for input is not part of what a function returns."""
+    args = typing.get_args(annotation)
+    if args and any(a is InputRequired for a in args):
+        kept = [a for a in args if a is not InputRequired]
+        if len(kept) == 1:
+            return kept[0]
+        return typing.Union[tuple(kept)]  # noqa: UP007 - built from a runtime tuple
+    return annotation
+
+
+def dump(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return value
+
+
+def is_content(value: Any, content_types: Collection[str]) -> bool:
+    value = dump(value)
+    return isinstance(value, dict) and value.get("type") in content_types
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+_ANY_ADAPTER: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+def pydantic_json(value: Any) -> Any:
+    return _ANY_ADAPTER.dump_python(value, mode="json", by_alias=True)

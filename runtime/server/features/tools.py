@@ -1,0 +1,235 @@
+"""Tools from plain Python functions.
+
+A tool's input schema comes from its typed signature (or from a pydantic model that is its one
+argument); its output schema from the return annotation when that is structured data. Return
+values become MCP content: `str` -> text, content dicts/models pass through, anything else is
+structured content (plus its JSON as text, as the spec recommends), checked against the output
+schema first: a tool never sends structured content its own schema refuses.
+
+A parameter can be mirrored into an HTTP header on Streamable HTTP (`x-mcp-header`):
+`region: Annotated[str, mcp_header("Region")]`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ...protocol.errors import validation_detail
+from ...protocol.schema_check import SchemaCheck
+from .common import dump, hints, is_content, is_context, pydantic_json, text, wire_object, without_input_required
+
+HEADER_KEYWORD = "x-mcp-header"
+
+
+def mcp_header(name: str, **field_options: Any) -> Any:
+    """Mark a tool parameter to be mirrored into the `Mcp-Param-{name}` HTTP header:
+    `region: Annotated[str, mcp_header("Region")]` (strings, integers and booleans only)."""
+    return pydantic.Field(json_schema_extra={HEADER_KEYWORD: name}, **field_options)
+
+
+@dataclass
+class ToolDef:
+    name: str
+    fn: Callable[..., Any]
+    description: str | None
+    title: str | None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    arguments: type[BaseModel]
+    content_types: frozenset[str]
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    context_param: str | None = None
+    model_param: str | None = None  # the one parameter that takes the whole arguments model
+    wrap_result: bool = False  # structured output of a non-object type goes under "result"
+    output_adapter: TypeAdapter[Any] | None = None
+    scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
+
+    def describe(self) -> dict[str, Any]:
+        return wire_object(
+            {"name": self.name, "inputSchema": self.input_schema},
+            title=self.title,
+            description=self.description,
+            outputSchema=self.output_schema,
+            annotations=self.annotations,
+            icons=self.icons,
+            _meta=self.meta,
+        )
+
+    @cached_property
+    def header_params(self) -> dict[str, str]:
+        """`x-mcp-header` name -> argument name, for the arguments that declare one."""
+        properties = self.input_schema.get("properties") or {}
+        return {
+            prop[HEADER_KEYWORD]: name
+            for name, prop in properties.items()
+            if isinstance(prop, dict) and isinstance(prop.get(HEADER_KEYWORD), str)
+        }
+
+    @cached_property
+    def output_check(self) -> SchemaCheck:
+        """The output schema, compiled (for results the tool built itself)."""
+        assert self.output_schema is not None
+        return SchemaCheck(self.output_schema)
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    schema = dict(schema)
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _is_content_model(model: type[BaseModel], content_types: Collection[str]) -> bool:
+    """A content block (its `type` is a content tag) or a whole tool result (it has `content`):
+    returned as content, not as structured output. Judged by shape, not by class name."""
+    fields = model.model_fields
+    tag = fields.get("type")
+    if tag is not None and set(typing.get_args(tag.annotation)) & set(content_types):
+        return True
+    return "content" in fields
+
+
+def _is_structured(annotation: Any, content_types: Collection[str]) -> bool:
+    if annotation in (inspect.Signature.empty, None, type(None), str, Any):
+        return False
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _is_structured(typing.get_args(annotation)[0], content_types)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return not _is_content_model(annotation, content_types)
+    return not (origin in (list, tuple) and typing.get_args(annotation) and typing.get_args(annotation)[0] is str)
+
+
+def _arguments(
+    fn: Callable[..., Any], tool_name: str, found: dict[str, Any]
+) -> tuple[type[BaseModel], str | None, str | None]:
+    """The arguments model, the context parameter and the whole-model parameter of `fn`."""
+    context = None
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(fn).parameters.items():
+        annotation = found.get(pname, param.annotation)
+        if is_context(annotation):
+            context = pname
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {tool_name}: *args and **kwargs parameters cannot be described as a schema")
+        if annotation is inspect.Signature.empty:
+            annotation = Any
+        fields[pname] = (annotation, ... if param.default is inspect.Signature.empty else param.default)
+    if len(fields) == 1:
+        ((only, (annotation, _)),) = fields.items()
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return annotation, context, only
+    return pydantic.create_model(f"{tool_name}Arguments", **fields), context, None
+
+
+def make_tool(  # noqa: PLR0913 - every keyword is a documented option
+    fn: Callable[..., Any],
+    *,
+    content_types: Collection[str],
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+    scopes: Collection[str] = (),
+) -> ToolDef:
+    """Describe `fn` as a tool: arguments model and JSON schemas from its signature."""
+    tool_name = name or fn.__name__
+    found = hints(fn)
+    arguments, context, model_param = _arguments(fn, tool_name, found)
+    returns = without_input_required(found.get("return", inspect.signature(fn).return_annotation))
+    structured = _is_structured(returns, content_types) if structured_output is None else structured_output
+    output_schema, wrap, adapter = None, False, None
+    if structured and returns is not inspect.Signature.empty:
+        adapter = TypeAdapter(returns)
+        schema = adapter.json_schema()
+        if schema.get("type") == "object" or (isinstance(returns, type) and issubclass(returns, BaseModel)):
+            output_schema = _object_schema(schema)
+        else:
+            wrap = True
+            output_schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    return ToolDef(
+        name=tool_name,
+        fn=fn,
+        description=description if description is not None else inspect.getdoc(fn),
+        title=title,
+        input_schema=_object_schema(arguments.model_json_schema()),
+        output_schema=output_schema,
+        arguments=arguments,
+        content_types=frozenset(content_types),
+        annotations=annotations,
+        icons=icons,
+        meta=meta,
+        context_param=context,
+        model_param=model_param,
+        wrap_result=wrap,
+        output_adapter=adapter,
+        scopes=frozenset(scopes),
+    )
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [text(message)], "isError": True}
+
+
+def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
+    assert tool.output_adapter is not None
+    try:
+        checked = tool.output_adapter.validate_python(value)
+    except ValidationError as exc:
+        return error_result(
+            f"tool {tool.name} returned output that does not match its outputSchema: {validation_detail(exc)}"
+        )
+    structured = tool.output_adapter.dump_python(checked, mode="json", by_alias=True)
+    if tool.wrap_result:
+        structured = {"result": structured}
+    return {"content": [text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
+
+
+def _checked(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
+    """A result the tool built itself: its structured content must fit the tool's schema."""
+    if tool.output_schema is None or result.get("isError"):
+        return result
+    problem = tool.output_check.problem(result.get("structuredContent"))
+    if problem is not None:
+        return error_result(
+            f"tool {tool.name} returned structuredContent that does not match its outputSchema: {problem}"
+        )
+    return result
+
+
+def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 - one return per kind of input
+    """A tool's return value as a `CallToolResult` object."""
+    dumped = dump(value)
+    prebuilt = isinstance(dumped, dict) and isinstance(dumped.get("content"), list)
+    if prebuilt and (tool.output_schema is None or "structuredContent" in dumped):
+        return _checked(tool, dumped)  # already a CallToolResult
+    if tool.output_adapter is not None:
+        return _structured(tool, value)
+    if value is None:
+        return {"content": []}
+    if isinstance(value, str):
+        return {"content": [text(value)]}
+    if is_content(value, tool.content_types):
+        return {"content": [dumped]}
+    if isinstance(value, (list, tuple)) and all(is_content(v, tool.content_types) or isinstance(v, str) for v in value):
+        return {"content": [text(v) if isinstance(v, str) else dump(v) for v in value]}
+    structured = pydantic_json(value)
+    result: dict[str, Any] = {"content": [text(json.dumps(structured, ensure_ascii=False))]}
+    if isinstance(structured, dict):  # structured content is an object (2025-11-25 requires it)
+        result["structuredContent"] = structured
+    return result

@@ -1,0 +1,295 @@
+"""A `Server` as a Streamable HTTP endpoint: a plain ASGI 3 application serving both eras.
+
+    app = server.http_app()          # then: uvicorn module:app, hypercorn (trio), or mount it
+    server.run_http(port=8000)       # or let mcpgen run uvicorn: http://127.0.0.1:8000/mcp
+
+One endpoint (default path `/mcp`) serves both protocol eras, told apart by the
+`MCP-Protocol-Version` header: a version of the modern era (or an unknown one) goes to the
+self-contained path (`modern`: one request per POST, through the pure router); a handshake-era
+version, or no header at all, to the session path (`sessions`). Without the header, a body that
+carries modern `_meta` is modern too (and refused for the missing header, -32020). Which era a
+version belongs to is the era rules' answer (`protocol.eras.Eras.of_header`).
+
+Before either: Host and Origin checks (`security`: 421 / 403), the method (POST; GET and
+DELETE for sessions; 405 otherwise), `Content-Type: application/json` (415), an `Accept` naming
+both JSON and SSE (406), the body size limit (413), then JSON-RPC decoding (400 with -32700 or
+-32600). No input makes the app raise: whatever reaches it gets an HTTP answer.
+
+Serving needs the ASGI lifespan (uvicorn and hypercorn send it): sessions, idle-session reaping
+and the change bus run in it. Mounted inside another app (Starlette, FastAPI), pass this app's
+`lifespan` to the outer one: `Starlette(routes=[Mount("/", app)], lifespan=app.lifespan)`.
+The authenticated principal, if an authentication middleware put one in the scope under
+`mcpgen.auth`, reaches handlers as `ctx.auth`. `auth=` (a `mcpgen.runtime.auth.ProtectedResource`)
+builds that middleware in: the protected resource metadata is served (before the Host/Origin
+checks: it is public), and after those checks every request needs a valid token with the scopes
+its message needs (the tool's `scopes=` for a `tools/call`); a handshake-era session is then
+bound to the principal that opened it (another principal gets 404, as for an unknown session).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ...auth.shared.principal import AUTH_SCOPE_KEY
+from ...protocol import wire
+from ...protocol.eras import message_version
+from ...protocol.errors import INVALID_REQUEST, http_status
+from ...protocol.http_headers import PROTOCOL_VERSION
+from ..session import ServerSession
+from .asgi import (
+    Disconnected,
+    HttpResponse,
+    Post,
+    Receive,
+    Scope,
+    Send,
+    accepts,
+    error_body,
+    headers_of,
+    media_types,
+    read_body,
+)
+from .events import EventStore, MemoryEventStore
+from .modern import refuse_posted, serve_modern
+from .security import HttpSecurity
+from .sessions import SESSION_HEADER, HandshakeSessions
+
+if TYPE_CHECKING:
+    from ...auth.server.middleware import BearerAuthMiddleware
+    from ...auth.server.resource import ProtectedResource
+    from .. import Server
+    from ..context import RequestContext
+
+log = logging.getLogger("mcpgen.runtime.server.http")
+_DEFAULT_STORE: Any = object()
+
+
+class HttpApp:
+    """The Streamable HTTP endpoint of one `Server` (ASGI 3).
+
+    - `path`: where the endpoint is (`None`: any path);
+    - `security`: Host/Origin checks and the body size limit (`HttpSecurity`; by default strict
+      when the server is bound to a loopback address);
+    - `event_store`: where handshake-era SSE events are kept for resumption (default: in memory;
+      `None`: streams are not resumable and get no event ids);
+    - `retry_ms`: the reconnection delay told to handshake-era clients on each SSE stream;
+    - `keepalive`: seconds of silence after which a response commits to SSE and gets a `:` comment
+      line (and then every `keepalive` seconds), so long calls and listen streams stay open;
+    - `session_idle_timeout` / `max_sessions`: when handshake-era sessions are closed for
+      idleness, and how many may be open (503 past that);
+    - `auth`: OAuth protection (`mcpgen.runtime.auth.ProtectedResource`; needs httpx, and the
+      `auth` extra for `JWTVerifier`): bearer tokens checked, tool scopes enforced, metadata served.
+    """
+
+    def __init__(  # noqa: PLR0913  (keyword-only settings, each documented above)
+        self,
+        server: Server,
+        *,
+        path: str | None = "/mcp",
+        security: HttpSecurity | None = None,
+        event_store: EventStore | None = _DEFAULT_STORE,
+        retry_ms: int | None = 1000,
+        keepalive: float | None = 15.0,
+        session_idle_timeout: float | None = 1800.0,
+        max_sessions: int | None = 10_000,
+        auth: ProtectedResource | None = None,
+    ) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/" if path is not None else None
+        self.security = security or HttpSecurity()
+        self.keepalive = keepalive
+        self.stateless = ServerSession(server, None)  # serves every self-contained (modern) request
+        store = MemoryEventStore() if event_store is _DEFAULT_STORE else event_store
+        self.sessions = HandshakeSessions(
+            server,
+            store=store,
+            retry_ms=retry_ms,
+            keepalive=keepalive,
+            idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
+            max_message_bytes=self.security.max_body_bytes,
+        )
+        self._task_group: TaskGroup | None = None
+        self.auth: BearerAuthMiddleware | None = None
+        if auth is not None:
+            self.auth = auth.wrap(
+                self._dispatch, scopes_for_request=server.scopes_for, max_body_size=self.security.max_body_bytes
+            )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._task_group is not None
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Run the endpoint's background work (sessions, reaping, the change bus) for the body."""
+        if self._task_group is not None:
+            raise RuntimeError("this app is running already")
+        async with anyio.create_task_group() as tg:
+            self._task_group = self.sessions.task_group = tg
+            tg.start_soon(self.sessions.reap)
+            await tg.start(self._run_bus)
+            try:
+                yield
+            finally:
+                self.close_streams()
+                self.sessions.close_all()
+                self._task_group = self.sessions.task_group = None
+                tg.cancel_scope.cancel()
+
+    async def _run_bus(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await self.server.bus.run(self.server.deliver_here, task_status=task_status)
+        except Exception:
+            log.exception("the change bus failed; changes of other processes no longer arrive")
+
+    def lifespan(self, app: Any = None) -> AbstractAsyncContextManager[None]:
+        """A Starlette/FastAPI `lifespan` that runs this endpoint (for mounting it in another app)."""
+        return self.run()
+
+    def close_streams(self) -> None:
+        """Begin a graceful shutdown: every `subscriptions/listen` stream ends with its result,
+        standalone GET streams end (their clients reconnect). Servers call it before waiting for
+        open responses to finish."""
+        self.server.stop_listening()
+        self.sessions.end_streams()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        try:
+            async with self.run():
+                await send({"type": "lifespan.startup.complete"})
+                while (await receive())["type"] != "lifespan.shutdown":
+                    pass
+        except Exception as exc:
+            log.exception("the MCP app failed to start or stop")
+            await send({"type": "lifespan.startup.failed", "message": str(exc)})
+            return
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope.get("type")
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "http":
+            try:
+                await self._http(scope, receive, send)
+            except Disconnected:
+                return
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1003})
+
+    def _route_path(self, scope: Scope) -> str:
+        path = str(scope.get("path") or "/")
+        root = str(scope.get("root_path") or "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        return path.rstrip("/") or "/"
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.auth is not None and scope.get("path") in self.auth.metadata_paths:
+            await self.auth(scope, receive, send)  # the protected resource metadata: public
+            return
+        exchange = HttpResponse(send)
+        if self.path is not None and self._route_path(scope) != self.path:
+            await exchange.respond(404, b"Not Found", b"text/plain; charset=utf-8")
+            return
+        headers = headers_of(scope)
+        server_address = scope.get("server")
+        refused = self.security.refusal(headers, server_address[0] if server_address else None)
+        if refused is not None:
+            await exchange.respond(refused[0], error_body(None, INVALID_REQUEST, refused[1]))
+            return
+        if self.auth is not None:
+            await self.auth(scope, receive, send)  # then `_dispatch`, with the principal in the scope
+        else:
+            await self._serve(scope, headers, exchange, receive)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The endpoint behind the authorization middleware."""
+        await self._serve(scope, headers_of(scope), HttpResponse(send), receive)
+
+    async def _serve(self, scope: Scope, headers: dict[str, str], exchange: HttpResponse, receive: Receive) -> None:
+        method = scope.get("method", "")
+        if method == "POST":
+            await self._post(scope, headers, exchange, receive)
+        elif method in ("GET", "DELETE"):
+            if self._header_self_contained(headers):
+                await exchange.respond(405, headers=[(b"allow", b"POST")])
+            elif method == "GET":
+                await self.sessions.get(headers, exchange, receive, scope.get(AUTH_SCOPE_KEY))
+            else:
+                await self.sessions.delete(headers, exchange, scope.get(AUTH_SCOPE_KEY))
+        else:
+            await exchange.respond(405, headers=[(b"allow", b"GET, POST, DELETE")])
+
+    async def _post(self, scope: Scope, headers: dict[str, str], exchange: HttpResponse, receive: Receive) -> None:
+        if media_types(headers.get("content-type")) != {"application/json"}:
+            text = "Unsupported Media Type: POST a JSON-RPC message as application/json"
+            await exchange.respond(415, error_body(None, INVALID_REQUEST, text))
+            return
+        accept = headers.get("accept")
+        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+            text = "Not Acceptable: the client must accept application/json and text/event-stream"
+            await exchange.respond(406, error_body(None, INVALID_REQUEST, text))
+            return
+        limit = self.security.max_body_bytes
+        declared = headers.get("content-length", "")
+        body = None if declared.isdigit() and int(declared) > limit else await read_body(receive, limit)
+        if body is None:
+            text = f"Payload Too Large: a message may have at most {limit} bytes"
+            await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))
+            return
+        message = wire.decode(body)
+        post = Post(headers, scope.get(AUTH_SCOPE_KEY), exchange, receive)
+        if not self._self_contained(headers, message):
+            await self.sessions.post(message, body, post)
+        elif isinstance(message, wire.Invalid):
+            status = http_status(message.code)
+            await exchange.respond(
+                status if status >= 400 else 400, error_body(message.id, message.code, message.message)
+            )
+        elif isinstance(message, wire.Request):
+            await serve_modern(self.stateless, message, body, post, self.keepalive)
+        else:
+            await refuse_posted(exchange, message)
+
+    # -- era routing -------------------------------------------------------------------------
+
+    def _header_self_contained(self, headers: dict[str, str]) -> bool:
+        """Does the `MCP-Protocol-Version` header name a version of a self-contained (modern) era?"""
+        version = headers.get(PROTOCOL_VERSION)
+        return version is not None and self.server.eras.of_header(version).self_contained
+
+    def _self_contained(self, headers: dict[str, str], message: wire.Message) -> bool:
+        """Is this POST a self-contained request (the modern path) rather than part of a session?
+        The header says, when there is one; without it, a request (not the session's opening one)
+        that names its version in `_meta` is (and is then refused for the missing header)."""
+        version = headers.get(PROTOCOL_VERSION)
+        if version is not None:
+            return self.server.eras.of_header(version).self_contained
+        if SESSION_HEADER in headers or not isinstance(message, wire.Request):
+            return False
+        if any(message.method == rules.session_method for rules in self.server.eras.newest_first):
+            return False
+        return message_version(message.params) is not None
+
+
+async def close_sse_stream(ctx: RequestContext) -> bool:
+    """Close the connection of the request's SSE stream before its response (SSE polling,
+    handshake era): the client reconnects with `GET` + `Last-Event-ID` after the stream's `retry`
+    interval and receives the rest. False when the request did not come over such a stream."""
+    route = ctx.request.context.reply
+    return route is not None and await route.close_connection()

@@ -1,0 +1,247 @@
+"""The HTTP side of Streamable HTTP on the server: one ASGI response at a time. Plain ASGI 3, no framework.
+
+`HttpResponse` writes one HTTP response: a JSON body, an empty status, or a Server-Sent Events stream
+(`event: message` frames with optional `id` and `retry`, and `:` comment lines for keep-alive).
+Once the client has gone, writes are dropped (`gone`), never raised: a handler whose client hung
+up finishes or is cancelled by its owner, it does not crash the app. The header helpers read the
+ASGI scope's raw headers (lower-case names; repeated headers joined with commas, as RFC 9110 allows
+for list-valued fields).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ...protocol import wire
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+HeaderList = list[tuple[bytes, bytes]]
+IDLE_CHECK = 15.0  # seconds between checks of a watcher whose server never wakes a pending receive
+
+JSON = b"application/json"
+EVENT_STREAM = b"text/event-stream"
+SSE_HEADERS: HeaderList = [
+    (b"content-type", EVENT_STREAM),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),  # proxies (nginx) must not buffer the stream
+]
+
+
+def headers_of(scope: Scope) -> dict[str, str]:
+    """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them)."""
+    found: dict[str, str] = {}
+    for raw_name, raw_value in scope.get("headers") or ():
+        name = bytes(raw_name).decode("latin-1").lower()
+        value = bytes(raw_value).decode("latin-1")
+        found[name] = f"{found[name]},{value}" if name in found else value
+    return found
+
+
+def media_types(header: str | None) -> set[str]:
+    """The media types of an `Accept` or `Content-Type` value, without parameters, lower-case."""
+    if not header:
+        return set()
+    return {part.split(";", 1)[0].strip().lower() for part in header.split(",") if part.strip()}
+
+
+def accepts(accept: str | None, wanted: str) -> bool:
+    """Does an `Accept` header allow `wanted` (a missing header or a wildcard counts)?"""
+    if accept is None:
+        return False
+    types = media_types(accept)
+    family = wanted.split("/", 1)[0]
+    return bool(types & {wanted, "*/*", f"{family}/*"})
+
+
+def error_body(request_id: wire.RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+    return wire.dumps(wire.error(request_id, code, message, data))
+
+
+def sse_frame(data: bytes | None, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
+    """One SSE event: `data: None` is a priming event (an id and an empty data line)."""
+    parts: list[bytes] = []
+    if event_id is not None:
+        parts.append(b"id: " + event_id.encode() + b"\n")
+    if retry_ms is not None:
+        parts.append(b"retry: %d\n" % retry_ms)
+    if data is None:
+        parts.append(b"data: \n\n")
+    else:
+        # JSON from `wire.dumps` has no raw newlines; split anyway so any payload stays one event.
+        parts.append(b"event: message\n")
+        parts.extend(b"data: " + line + b"\n" for line in data.split(b"\n"))
+        parts.append(b"\n")
+    return b"".join(parts)
+
+
+class HttpResponse:
+    """One HTTP response, written through ASGI `send`: JSON, an empty status, or an SSE stream."""
+
+    def __init__(self, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+        self._send = send
+        self.headers: HeaderList = list(headers)  # sent with whatever response this becomes
+        self.started = False
+        self.sse = False
+        self.finished = False
+        self.gone = False  # the client went away (or the server could not write): writes are dropped
+        self.status = 0
+
+    @property
+    def open(self) -> bool:
+        return not (self.finished or self.gone)
+
+    async def _write(self, message: Message) -> None:
+        if self.gone:
+            return
+        try:
+            await self._send(message)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:  # the ASGI server reports a closed connection by raising (OSError and kin)
+            self.gone = True
+
+    async def respond(
+        self,
+        status: int,
+        body: bytes = b"",
+        content_type: bytes | None = JSON,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        """A complete response: status, headers and body at once."""
+        if self.started:
+            raise RuntimeError("the response has started already")
+        self.started, self.finished, self.status = True, True, status
+        all_headers = [*self.headers, *headers]
+        if body and content_type is not None:
+            all_headers.append((b"content-type", content_type))
+        all_headers.append((b"content-length", str(len(body)).encode()))
+        await self._write({"type": "http.response.start", "status": status, "headers": all_headers})
+        await self._write({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def start_sse(self, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+        if self.started:
+            raise RuntimeError("the response has started already")
+        self.started, self.sse, self.status = True, True, 200
+        all_headers = [*self.headers, *SSE_HEADERS, *headers]
+        await self._write({"type": "http.response.start", "status": 200, "headers": all_headers})
+
+    async def chunk(self, data: bytes) -> None:
+        """Raw bytes of the started SSE stream (frames from `sse_frame`, comments)."""
+        if not self.finished:
+            await self._write({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def comment(self) -> None:
+        """A keep-alive comment line (clients ignore it; proxies see traffic)."""
+        await self.chunk(b": keep-alive\n\n")
+
+    async def end(self) -> None:
+        """End the streamed response."""
+        if self.started and not self.finished:
+            self.finished = True
+            await self._write({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+@dataclass
+class Post:
+    """One POST being answered: its headers (lower-case names), the authenticated principal (if
+    any), the response being written and the ASGI `receive` (to see the client hang up)."""
+
+    headers: dict[str, str]
+    auth: Any
+    exchange: HttpResponse
+    receive: Receive
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body, or None when it is over `limit` bytes (what was sent is drained first,
+    as far as `limit` allows; the caller answers 413). Raises `Disconnected` when the client
+    went away mid-body."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        data = message.get("body", b"")
+        size += len(data)
+        if size > limit:
+            return None
+        chunks.append(data)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+class Disconnected(Exception):
+    """The client closed the connection before its request was read."""
+
+
+async def watch(
+    receive: Receive,
+    on_disconnect: Callable[[], None],
+    keepalive_seconds: float | None,
+    on_idle: Callable[[], Awaitable[bool | None]],
+) -> None:
+    """Wait for the client to disconnect (then call `on_disconnect` and return); meanwhile call
+    `on_idle` every `keepalive_seconds` (without keep-alive, every `IDLE_CHECK` seconds) and
+    return when it answers False. ASGI servers answer a pending `receive` with a disconnect once
+    the response is complete, so the watcher of a finished response ends by itself."""
+    interval = keepalive_seconds if keepalive_seconds is not None else IDLE_CHECK
+    while True:
+        with anyio.move_on_after(interval):
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                on_disconnect()
+                return
+            continue
+        if await on_idle() is False:
+            return
+
+
+async def hold(
+    receive: Receive,
+    done: anyio.Event,
+    keepalive_seconds: float | None,
+    on_idle: Callable[[], Awaitable[None]],
+    exchange: HttpResponse,
+) -> bool:
+    """Wait until `done` is set (True) or the client disconnects (False), calling `on_idle` every
+    `keepalive_seconds` meanwhile. When `done` comes with `exchange` finished, the watcher is left
+    to end on the server's disconnect rather than cancelled (cancelling costs more)."""
+    left = False
+    async with anyio.create_task_group() as tg:
+
+        def gone() -> None:
+            nonlocal left
+            if not done.is_set():
+                left = True
+                tg.cancel_scope.cancel()
+
+        async def idle() -> bool:
+            if done.is_set():
+                return False
+            if keepalive_seconds is not None:
+                await on_idle()
+            return True
+
+        tg.start_soon(watch, receive, gone, keepalive_seconds, idle)
+        await done.wait()
+        if not exchange.finished:
+            tg.cancel_scope.cancel()
+    return not left
+
+
+def plain(status: int, text: str) -> tuple[int, bytes, bytes]:
+    """A short plain-text answer (for HTTP-level refusals that are not JSON-RPC)."""
+    return status, text.encode(), b"text/plain; charset=utf-8"
+
+
+def header_list(mapping: Mapping[str, str]) -> HeaderList:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in mapping.items()]

@@ -1,0 +1,127 @@
+"""Streamable HTTP for the modern era (2026-07-28 on): every POST is one self-contained request.
+
+There is no session: one shared `ServerSession` (without a transport) serves each POST's request
+in the ASGI task (`serve_inline`). The request is routed first (`ServerSession.route`), so a
+refusal gets its HTTP status (400, 404) before anything is sent; then its handler runs with a
+`ModernRoute` as the reply route:
+
+- the response is `application/json` (status from the JSON-RPC error code, 200 for results)
+  unless a notification for this request comes first (progress, log messages, a listen stream's
+  acknowledgement), then the answer is an SSE stream (`X-Accel-Buffering: no`), ended by the
+  response;
+- a handler quiet for `keepalive` seconds commits to SSE and gets `:` comment lines, so proxies
+  and client idle timeouts leave long calls and `subscriptions/listen` streams open;
+- the client closing the response stream cancels the handler; nothing more is sent for it.
+
+Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); session ids and
+`Last-Event-ID` are ignored; POSTed notifications get 202, POSTed responses 400.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ...core.session import IncomingRequest
+from ...core.transport import Outgoing, ReplyRoute, TransportContext
+from ...protocol import wire
+from ...protocol.errors import INVALID_REQUEST, http_status
+from ...protocol.routing import Rejection
+from .asgi import JSON, HttpResponse, Post, error_body, sse_frame, watch
+
+if TYPE_CHECKING:
+    from ..session import ServerSession
+
+
+def status_of(item: Outgoing) -> int:
+    """The HTTP status of a final JSON-RPC message: its error code's, or 200."""
+    if not item.is_error:
+        return 200
+    error = item.message.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return http_status(code) if isinstance(code, int) and not isinstance(code, bool) else 200
+
+
+class ModernRoute(ReplyRoute):
+    """The reply route of one modern POST: JSON unless notifications come first, then SSE."""
+
+    def __init__(self, exchange: HttpResponse) -> None:
+        self.exchange = exchange
+        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
+
+    async def send(self, item: Outgoing, *, final: bool) -> None:
+        async with self._lock:
+            exchange = self.exchange
+            if not exchange.open:
+                return
+            if final and not exchange.started:
+                await exchange.respond(status_of(item), item.data, JSON)
+                return
+            if not exchange.started:
+                await exchange.start_sse()
+            await exchange.chunk(sse_frame(item.data))
+            if final:
+                await exchange.end()
+
+    async def keepalive(self) -> None:
+        async with self._lock:
+            if not self.exchange.open:
+                return
+            if not self.exchange.started:
+                await self.exchange.start_sse()
+            await self.exchange.comment()
+
+
+async def serve_modern(
+    session: ServerSession, request: wire.Request, body: bytes, post: Post, keepalive: float | None
+) -> None:
+    """Route and serve one modern request (decoded already, from `body`), answering on the POST's
+    response: routed first, so a refusal gets its HTTP status; then served in this task."""
+    exchange = post.exchange
+    route = ModernRoute(exchange)
+    context = TransportContext(
+        "http", headers=post.headers, auth=post.auth, can_send_request=False, reply=route, request_scoped=True
+    )
+    incoming = IncomingRequest(request.id, request.method, request.params, context)
+    routed = session.route(incoming)
+    if isinstance(routed, Rejection):
+        body = error_body(request.id, routed.code, routed.message, routed.data)
+        await exchange.respond(routed.http_status, body, JSON)
+        return
+    finished = False
+
+    def hung_up() -> None:  # the client closed the stream: that is the cancellation
+        if not finished:
+            tg.cancel_scope.cancel()
+
+    async def idle() -> bool:
+        if finished:
+            return False
+        if keepalive is not None:
+            await route.keepalive()
+        return True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch, post.receive, hung_up, keepalive, idle)
+        incoming.route = routed
+        await session.serve(incoming)
+        finished = True
+        # No cancellation here (it is the costly part of a task group): once the response is
+        # complete, the ASGI server answers the watcher's pending `receive` with a disconnect,
+        # and the watcher returns; `idle` ends it otherwise.
+        if not exchange.finished:
+            tg.cancel_scope.cancel()
+
+
+async def refuse_posted(exchange: HttpResponse, message: wire.Message) -> bool:
+    """Answer a POST body that is not a request (True when answered): a notification is
+    accepted and dropped (202), a response or an invalid message is refused (400)."""
+    if isinstance(message, wire.Notification):
+        await exchange.respond(202)
+        return True
+    if isinstance(message, wire.Response):
+        body = error_body(None, INVALID_REQUEST, "a client must not POST responses in this protocol version")
+        await exchange.respond(400, body)
+        return True
+    return False

@@ -1,0 +1,68 @@
+"""Loading a `Server` named on a command line, and the app factory of worker processes.
+
+    MCPGEN_SERVER=mypkg.server:server uvicorn --workers 4 --factory mcpgen.runtime.server.http.workers:app_factory
+
+`app_factory` builds one app per worker process from the environment: `MCPGEN_SERVER`
+(`path/to/file.py:attr` or `package.module:attr`, a `Server` or a function returning one),
+`MCPGEN_PATH` (default `/mcp`), `MCPGEN_REDIS_URL` (a Redis change bus shared by the workers) and,
+through the server, `MCPGEN_STATE_KEYS` (the `requestState` sealing keys every worker must share).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import Server
+
+if TYPE_CHECKING:
+    from .app import HttpApp
+
+SERVER_ENV = "MCPGEN_SERVER"
+PATH_ENV = "MCPGEN_PATH"
+REDIS_ENV = "MCPGEN_REDIS_URL"
+
+
+def load_server(target: str) -> Server:
+    """The `Server` named by `FILE_OR_MODULE:ATTR` (ATTR may be a function returning one; default
+    attribute: `server`)."""
+    where, _, attr = target.partition(":")
+    attr = attr or "server"
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        path = Path(where).resolve()
+        if not path.is_file():
+            raise LookupError(f"no such file: {where}")
+        spec = importlib.util.spec_from_file_location(f"mcpgen_served_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise LookupError(f"cannot load {where}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    found: Any = getattr(module, attr, None)
+    if found is None:
+        raise LookupError(f"{where} has no attribute {attr!r}")
+    if not isinstance(found, Server) and callable(found):
+        found = found()
+    if not isinstance(found, Server):
+        raise LookupError(f"{target} is a {type(found).__name__}, not an mcpgen Server")
+    return found
+
+
+def app_factory() -> HttpApp:
+    """An app built from the environment (see the module docstring): one per worker process."""
+    target = os.environ.get(SERVER_ENV)
+    if not target:
+        raise LookupError(f"set {SERVER_ENV}=FILE_OR_MODULE:ATTR to the Server to serve")
+    server = load_server(target)
+    redis_url = os.environ.get(REDIS_ENV)
+    if redis_url:
+        from ..redis_bus import RedisBus
+
+        server.bus = RedisBus(redis_url)
+    return server.http_app(os.environ.get(PATH_ENV, "/mcp"))

@@ -1,0 +1,111 @@
+"""The server's grouped options: `Server("demo", sealing=Sealing(keys=[...]), limits=ServerLimits(page_size=100))`.
+
+Each group is a frozen dataclass with a default for every field, so a server states only what it
+changes. The keywords these replace (`state_keys=`, `page_size=`, `cache_ttl_ms=`, ...) still
+work for one release, with a `DeprecationWarning` naming the group to use.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypedDict
+
+
+@dataclass(frozen=True)
+class Sealing:
+    """What the server seals before handing it to a client to bring back.
+
+    - `keys`: the keys of the modern era's `requestState` (the first seals, all open: rotation);
+      default `MCPGEN_STATE_KEYS` (comma-separated, base64 or hex), else a random key per process.
+      Every worker of a deployment needs the same keys;
+    - `ttl_seconds`: how long a sealed state is accepted;
+    - `seal_request_state`: False hands the state out unsealed (trusting clients with it);
+    - `cursor_secret`: the key of list cursors (default: random per process).
+    """
+
+    keys: Sequence[bytes] | bytes | None = None
+    ttl_seconds: float = 600.0
+    seal_request_state: bool = True
+    cursor_secret: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Caching:
+    """The cache hints of modern results: how long a client may keep one (`ttl_ms`) and for whom
+    (`scope`: `private` to the user, or `public`)."""
+
+    ttl_ms: int = 0
+    scope: Literal["private", "public"] = "private"
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Bounds the server keeps: `page_size` items per listing page (None: one page), and
+    `max_input_rounds` rounds of input one call may ask for."""
+
+    page_size: int | None = 50
+    max_input_rounds: int = 10
+
+
+class DeprecatedServerOptions(TypedDict, total=False):
+    """The keywords `Server` took before its options were grouped (each still works, with a warning)."""
+
+    state_keys: Sequence[bytes] | bytes | None
+    state_key: bytes | None
+    state_ttl_seconds: float
+    seal_request_state: bool
+    cursor_secret: bytes | None
+    cache_ttl_ms: int
+    cache_scope: Literal["private", "public"]
+    page_size: int | None
+    max_input_rounds: int
+
+
+_MOVED: dict[str, tuple[str, str]] = {
+    "state_keys": ("sealing", "keys"),
+    "state_key": ("sealing", "keys"),
+    "state_ttl_seconds": ("sealing", "ttl_seconds"),
+    "seal_request_state": ("sealing", "seal_request_state"),
+    "cursor_secret": ("sealing", "cursor_secret"),
+    "cache_ttl_ms": ("caching", "ttl_ms"),
+    "cache_scope": ("caching", "scope"),
+    "page_size": ("limits", "page_size"),
+    "max_input_rounds": ("limits", "max_input_rounds"),
+}
+_GROUP_TYPES = {"sealing": Sealing, "caching": Caching, "limits": ServerLimits}
+
+
+@dataclass
+class ServerOptions:
+    """Every group, resolved (what `Server` keeps)."""
+
+    sealing: Sealing = field(default_factory=Sealing)
+    caching: Caching = field(default_factory=Caching)
+    limits: ServerLimits = field(default_factory=ServerLimits)
+
+
+def resolve_server_options(groups: Mapping[str, Any], deprecated: Mapping[str, Any]) -> ServerOptions:
+    """The groups given, with the deprecated keywords folded in."""
+    resolved: dict[str, Any] = {name: groups.get(name) or kind() for name, kind in _GROUP_TYPES.items()}
+    moved: dict[str, dict[str, Any]] = {}
+    for keyword, value in deprecated.items():
+        target = _MOVED.get(keyword)
+        if target is None:
+            raise TypeError(f"Server() got an unexpected keyword argument {keyword!r}")
+        group, name = target
+        if keyword == "state_key" and value is None:
+            continue
+        kind = _GROUP_TYPES[group]
+        warnings.warn(
+            f"Server({keyword}=...) is deprecated; use Server({group}={kind.__name__}({name}=...))",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        if groups.get(group) is not None:
+            raise TypeError(f"Server() got both {group}= and the deprecated {keyword}=; use {group}= only")
+        moved.setdefault(group, {})[name] = value
+    for group, values in moved.items():
+        resolved[group] = replace(resolved[group], **values)
+    return ServerOptions(**resolved)
