@@ -5,7 +5,7 @@
     mcpgen call TOOL [--args JSON] [--mode ...] [--json] [--answer FIELD=JSON ...] (--url URL | -- python server.py)
 
 Log messages and progress are shown on stderr as they arrive; a tool that asks for input is
-answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `cli_input`). A
+answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `prompts`). A
 server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
 one-line explanation and exit status 1, never a traceback.
 

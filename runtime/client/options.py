@@ -188,13 +188,13 @@ def resolve_client_options(groups: Mapping[str, Any], deprecated: Mapping[str, A
             raise TypeError(f"Client() got an unexpected keyword argument {keyword!r}")
         group, name = target
         kind = _GROUP_TYPES[group]
+        if groups.get(group) is not None:
+            raise TypeError(f"Client() got both {group}= and the deprecated {keyword}=; use {group}= only")
         warnings.warn(
             f"Client({keyword}=...) is deprecated; use Client({group}={kind.__name__}({name}=...))",
             DeprecationWarning,
             stacklevel=3,
         )
-        if groups.get(group) is not None:
-            raise TypeError(f"Client() got both {group}= and the deprecated {keyword}=; use {group}= only")
         moved.setdefault(group, {})[name] = value
     for group, values in moved.items():
         resolved[group] = replace(resolved[group], **values)

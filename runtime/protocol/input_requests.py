@@ -4,7 +4,7 @@ A handler asks for input with `ctx.input_required(key=request, ..., state=...)` 
 or returning `InputRequired`), where each request is built with `elicit`, `elicit_url`,
 `sample` or `list_roots` and keyed by a name the handler chooses. The runtime turns that into
 an `InputRequiredResult` on a modern request, or into server->client requests on a
-handshake-era session (the legacy shim), and calls the handler again with the answers
+handshake-era session, and calls the handler again with the answers
 (`ctx.elicitation(key, Model)`, `ctx.input_response(key)`, `ctx.state`). Handler code is
 written once for both eras.
 

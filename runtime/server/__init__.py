@@ -410,7 +410,7 @@ class Server:
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """This server's Streamable HTTP endpoint (both eras) as an ASGI 3 application; see
-        `transport.http_server.HttpApp` for the options (security, event store, keep-alive...).
+        `http.app.HttpApp` for the options (security, event store, keep-alive...).
         Without an `auth` option, `self.http_auth` protects it: set that where the server is made,
         and `mcpgen serve` and the worker app factory serve it protected too."""
         from .http.app import HttpApp

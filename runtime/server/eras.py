@@ -68,7 +68,7 @@ class EraServing(abc.ABC):
 
 class HandshakeServing(EraServing):
     """A session fixes the client's capabilities; input is asked for with the server's own
-    requests (the legacy shim); changes are pushed to sessions that were told or subscribed."""
+    requests; changes are pushed to sessions that were told or subscribed."""
 
     def client_view(self, request: IncomingRequest, session: ServerSession) -> ClientView:
         state = session.handshake

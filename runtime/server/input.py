@@ -1,9 +1,9 @@
-"""Serving multi-round-trip input on the server: both eras' mechanics, called by the era objects.
+"""Serving multi-round-trip input on the server: both eras' mechanics, called by the era strategies (`eras`).
 
 - Modern: `input_required_result` seals what was asked (the kinds, the elicitation schemas, the
   handler's state) into `requestState`; `read_input` opens it on the retry and decodes each
   answer by the kind that was asked.
-- Handshake era (the legacy shim): `ask_client` sends each input request as a server->client
+- Handshake era: `ask_client` sends each input request as a server->client
   request, concurrently, and decodes the answers the same way.
 
 Both refuse to ask for a kind of input the client did not declare (-32021, naming the full
@@ -128,7 +128,7 @@ def decode_answer(spec: MethodSpec, key: str, value: Any, schema: Any) -> Any:
 
 
 async def ask_client(ctx: RequestContext, asked: InputRequired) -> dict[str, Any]:
-    """The legacy shim: each input request goes out as a server->client request, concurrently,
+    """The handshake era: each input request goes out as a server->client request, concurrently,
     on the route of the request being served."""
     table = ctx.server.registry.methods(ctx.protocol_version)
     answers: dict[str, Any] = {}

@@ -98,13 +98,13 @@ def resolve_server_options(groups: Mapping[str, Any], deprecated: Mapping[str, A
         if keyword == "state_key" and value is None:
             continue
         kind = _GROUP_TYPES[group]
+        if groups.get(group) is not None:
+            raise TypeError(f"Server() got both {group}= and the deprecated {keyword}=; use {group}= only")
         warnings.warn(
             f"Server({keyword}=...) is deprecated; use Server({group}={kind.__name__}({name}=...))",
             DeprecationWarning,
             stacklevel=3,
         )
-        if groups.get(group) is not None:
-            raise TypeError(f"Server() got both {group}= and the deprecated {keyword}=; use {group}= only")
         moved.setdefault(group, {})[name] = value
     for group, values in moved.items():
         resolved[group] = replace(resolved[group], **values)

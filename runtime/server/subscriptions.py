@@ -1,7 +1,7 @@
 """Change notifications on the server: what changed, who listens, and modern listen streams.
 
 A `Change` is a list change (`tools`, `prompts`, `resources`) or an update of one resource.
-Each era delivers it its own way (see the era objects): pushed on a handshake-era session to a
+Each era delivers it its own way (see the era strategies, `eras`): pushed on a handshake-era session to a
 client that was told `listChanged` or subscribed to the URI; sent on every modern
 `subscriptions/listen` stream that asked for it. A listen stream has its own bounded queue and is
 drained by the task serving the listen request, on that request's reply route.

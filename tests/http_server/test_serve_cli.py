@@ -10,7 +10,7 @@ import httpx
 import pytest
 from asgi import meta, modern_headers, request
 from mcpgen.runtime import Server
-from mcpgen.runtime.server.http.run import app_factory, load_server
+from mcpgen.runtime.server.http.workers import app_factory, load_server
 from processes import REPO, free_port, process
 
 MCPGEN = str(Path(sys.executable).parent / "mcpgen")

@@ -3,7 +3,7 @@
 `Channel` sends one HTTP request (again once, when a reused pooled connection turns out to have
 been closed under it) and reads the answers: a JSON body, or an event stream whose messages go to
 the session one by one up to the response, with its resumption (GET with `Last-Event-ID`) when a
-handshake-era stream ends early; and the handshake era's GET stream. `http_client` builds the
+handshake-era stream ends early; and the handshake era's GET stream. `connector` builds the
 connection on it (see there for the whole picture).
 """
 

@@ -1,7 +1,7 @@
 """Streamable HTTP for the modern era (2026-07-28 on): every POST is one self-contained request.
 
 There is no session: one shared `ServerSession` (without a transport) serves each POST's request
-in the ASGI task (`serve_inline`). The request is routed first (`ServerSession.route`), so a
+in the ASGI task (`Session.serve`). The request is routed first (`ServerSession.route`), so a
 refusal gets its HTTP status (400, 404) before anything is sent; then its handler runs with a
 `ModernRoute` as the reply route:
 
