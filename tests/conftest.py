@@ -1,4 +1,5 @@
-"""Shared test fixtures: where the schemas are and the generated packages."""
+"""Shared test fixtures: where the schemas are and the generated packages; every async test runs on
+both anyio backends."""
 
 from __future__ import annotations
 
@@ -43,10 +44,15 @@ def future_tree(tmp_path_factory: pytest.TempPathFactory, schema_dir: Path) -> t
     """A modified copy of the 2026-07-28 schema as a future version (see schema_changes.py),
     generated into a tree of its own: (schema folder, generated package folder)."""
     from mcpgen.codegen.generate import generate
-    from schema_changes import BASE, FUTURE, make_future_schema_dir
+    from support.schema_changes import BASE, FUTURE, make_future_schema_dir
 
     root = tmp_path_factory.mktemp("spec-change")
     schemas = make_future_schema_dir(root / "schemas", schema_dir)
     out = root / "tree" / "future_mcp"
     generate(schemas, out, [BASE, FUTURE], schema_dir)
     return schemas, out
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)

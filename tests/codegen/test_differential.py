@@ -20,12 +20,12 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jsonschema_strategy import from_schema
 from mcpgen.codegen.fixes import apply_fixes, load_rules
 from mcpgen.codegen.loader import load_schema
 from mcpgen.codegen.normalize import normalize
 from mcpgen.generated import versions
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from support.jsonschema_strategy import from_schema
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schema"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from mcpgen.codegen.cli import main
-from schema_changes import (
+from support.schema_changes import (
     ADDED_DEFS,
     BASE,
     FUTURE,

@@ -1,0 +1,108 @@
+"""`mcpgen serve FILE_OR_MODULE:ATTR` and the app factory's target loading."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from mcpgen.runtime import Server
+from mcpgen.runtime.server.http.workers import app_factory, load_server
+from support.asgi_driver import meta, modern_headers, request
+from support.processes import REPO, free_port, process
+
+MCPGEN = str(Path(sys.executable).parent / "mcpgen")
+
+
+def test_mcpgen_serve_serves_a_server_file_over_http() -> None:
+    port = free_port()
+    command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port)]
+    with process(command, "Uvicorn running on"):
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/mcp",
+            json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
+            headers={**headers, **modern_headers("tools/call", "add")},
+            timeout=30,
+        )
+        assert reply.json()["result"]["structuredContent"] == {"result": 5}
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("examples/nowhere.py:server", "no such file"),
+        ("examples/everything_server.py:missing", "no attribute 'missing'"),
+        ("examples/everything_server.py:COUNTER", "not an mcpgen Server"),
+        ("no_such_module_anywhere:server", "cannot import"),
+    ],
+)
+def test_a_bad_target_is_one_line_of_explanation(target: str, message: str) -> None:
+    done = subprocess.run([MCPGEN, "serve", target], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_targets_name_files_modules_and_factories(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "made_here.py").write_text(
+        "from mcpgen.runtime import Server\n\ndef build():\n    return Server('built')\n\nserver = Server('plain')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert load_server("made_here:build").info["name"] == "built"
+    assert load_server("made_here").info["name"] == "plain"
+    assert load_server(f"{tmp_path / 'made_here.py'}:server").info["name"] == "plain"
+    monkeypatch.setenv("MCPGEN_SERVER", "made_here:build")
+    monkeypatch.setenv("MCPGEN_PATH", "/other")
+    app = app_factory()
+    assert isinstance(app.server, Server) and app.path == "/other"
+    monkeypatch.delenv("MCPGEN_SERVER")
+    with pytest.raises(LookupError, match="MCPGEN_SERVER"):
+        app_factory()
+
+
+PROTECTED = """
+from mcpgen.runtime import Server
+from mcpgen.runtime.auth import AuthInfo, InvalidToken, ProtectedResource
+
+
+class OneToken:
+    async def verify(self, token: str) -> AuthInfo:
+        if token != "let-me-in":
+            raise InvalidToken("unknown token")
+        return AuthInfo(token=token, client_id="c", subject="alice", scopes=frozenset({"read"}))
+
+
+server = Server("vault")
+server.add_tool(lambda: "hello", name="hello")
+server.http_auth = ProtectedResource(
+    resource="http://127.0.0.1/mcp", authorization_servers=["https://auth.example.com"], verifier=OneToken()
+)
+"""
+
+
+@pytest.mark.anyio
+async def test_a_server_made_protected_is_served_protected_by_the_worker_factory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "protected_here.py").write_text(PROTECTED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MCPGEN_SERVER", "protected_here:server")
+    app = app_factory()
+    message = request(1, "tools/call", {"name": "hello", "arguments": {}, "_meta": meta()})
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    headers.update(modern_headers("tools/call", "hello"))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+        refused = await http.post("/mcp", json=message, headers=headers)
+        assert refused.status_code == 401
+        assert (
+            'resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
+            in (refused.headers["www-authenticate"])
+        )
+        document = (await http.get("/.well-known/oauth-protected-resource/mcp")).json()
+        assert document["authorization_servers"] == ["https://auth.example.com"]
+        allowed = await http.post("/mcp", json=message, headers={**headers, "authorization": "Bearer let-me-in"})
+        assert allowed.json()["result"]["content"][0]["text"] == "hello"
+    open_app = app.server.http_app(auth=None)  # explicitly unprotected
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=open_app), base_url="http://127.0.0.1") as http:
+        assert (await http.post("/mcp", json=message, headers=headers)).status_code == 200

@@ -1,0 +1,259 @@
+"""Version negotiation, client and server side, on asyncio and trio."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcpgen.runtime import Client, NegotiationError, Server, Timeouts, memory_pair
+from support.peers import V25, V26, RawPeer, connected
+
+pytestmark = pytest.mark.anyio
+
+
+def make_server(**options: Any) -> Server:
+    server = Server("neg", "2.0", instructions="be nice", **options)
+
+    @server.tool()
+    def hello() -> str:
+        return "hi"
+
+    return server
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("auto", V26), ("handshake", V25), (V26, V26), (V25, V25)],
+)
+async def test_modes_against_a_dual_era_server(mode: str, expected: str) -> None:
+    async with connected(make_server(), mode=mode) as client:
+        assert client.protocol_version == expected
+        result = await client.call_tool("hello")
+        assert result.content[0].text == "hi"
+        if mode == V26:  # a pin sends no negotiation traffic, so nothing is known about the server
+            assert client.server_info is None and client.server_capabilities is None
+        else:
+            assert client.server_info == {"name": "neg", "version": "2.0"}
+            assert client.server_capabilities is not None and "tools" in client.server_capabilities
+            assert client.instructions == "be nice"
+
+
+async def test_auto_falls_back_to_initialize_against_a_legacy_only_server() -> None:
+    async with connected(make_server(versions=[V25]), mode="auto") as client:
+        assert client.protocol_version == V25
+        assert client.era == "handshake"
+
+
+async def test_auto_uses_the_modern_server_directly() -> None:
+    async with connected(make_server(versions=[V26]), mode="auto") as client:
+        assert client.protocol_version == V26
+        assert client.era == "modern"
+
+
+async def test_legacy_mode_against_a_modern_only_server_fails_clearly() -> None:
+    with pytest.raises(NegotiationError, match="Unsupported protocol version"):
+        async with connected(make_server(versions=[V26]), mode="handshake"):
+            pass
+
+
+async def test_client_and_server_without_a_common_version() -> None:
+    with pytest.raises(NegotiationError, match="Unsupported protocol version"):
+        async with connected(make_server(versions=[V26]), mode="auto", versions=[V25]):
+            pass
+
+
+async def scripted_server(peer: RawPeer, script: dict[str, Any], seen: list[dict[str, Any]] | None = None) -> None:
+    """Answer requests by method from `script` (a dict result, an error dict, or None for silence)."""
+    seen = [] if seen is None else seen
+    while True:
+        try:
+            message = await peer.receive(timeout=10)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, TimeoutError):
+            return
+        seen.append(message)
+        if "id" not in message or "method" not in message:
+            continue
+        answer = script.get(message["method"])
+        if answer is None:
+            continue
+        if callable(answer):
+            answer = answer(message)
+        reply = {"jsonrpc": "2.0", "id": message["id"], **answer}
+        await peer.send(reply)
+
+
+def init_result(version: str) -> dict[str, Any]:
+    return {"result": {"protocolVersion": version, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}
+
+
+async def run_client(script: dict[str, Any], **options: Any) -> tuple[Any, list[dict[str, Any]]]:
+    client_end, server_end = memory_pair()
+    peer = RawPeer(server_end)
+    seen: list[dict[str, Any]] = []
+    outcome: Any = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scripted_server, peer, script, seen)
+        try:
+            async with Client(client_end, **options) as client:
+                outcome = client.protocol_version
+        except Exception as exc:
+            outcome = exc
+        tg.cancel_scope.cancel()
+    return outcome, seen
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        {"error": {"code": -32601, "message": "nope"}},
+        {"error": {"code": -32602, "message": "init first"}},
+        {"error": {"code": -32000, "message": "custom"}},
+    ],
+)
+async def test_auto_falls_back_on_any_other_error(refusal: dict[str, Any]) -> None:
+    version, seen = await run_client({"server/discover": refusal, "initialize": init_result(V25)}, mode="auto")
+    assert version == V25
+    methods = [m.get("method") for m in seen if m.get("method") != "ping"]
+    assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
+
+
+PONG = {"result": {}}
+
+
+async def test_auto_falls_back_when_the_probe_gets_no_answer() -> None:
+    """The server is up (it answers the liveness ping) but ignores the probe: after the probe
+    timeout, counted from the ping's answer, the client falls back to initialize."""
+    version, seen = await run_client(
+        {"ping": PONG, "initialize": init_result(V25)}, mode="auto", timeouts=Timeouts(probe=0.2)
+    )
+    assert version == V25
+    assert "notifications/cancelled" not in [m.get("method") for m in seen], (
+        "no cancel is sent to a server before initialize"
+    )
+
+
+async def test_auto_waits_for_a_server_that_answers_nothing_until_the_startup_timeout() -> None:
+    version, seen = await run_client(
+        {"initialize": init_result(V25)}, mode="auto", timeouts=Timeouts(probe=0.1, startup=0.5)
+    )
+    assert version == V25
+    methods = [m.get("method") for m in seen]
+    assert methods[:3] == ["server/discover", "ping", "initialize"]
+
+
+async def test_a_late_discover_answer_is_adopted_after_the_fallback_was_sent() -> None:
+    """A slow modern server: the probe clock ran out, initialize went out, and then the discover
+    answer came (before initialize's): the client adopts the modern version."""
+    release = anyio.Event()
+
+    def discover(message: dict[str, Any]) -> dict[str, Any]:
+        return {"result": {"resultType": "complete", "supportedVersions": [V26], "capabilities": {}}}
+
+    async def slow_server(peer: RawPeer, seen: list[dict[str, Any]]) -> None:
+        held: dict[str, Any] | None = None
+        while True:
+            try:
+                message = await peer.receive(timeout=10)
+            except anyio.EndOfStream:
+                return
+            seen.append(message)
+            if message.get("method") == "ping":
+                await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            elif message.get("method") == "server/discover":
+                held = message
+            elif message.get("method") == "initialize":
+                assert held is not None
+                await peer.send({"jsonrpc": "2.0", "id": held["id"], **discover(held)})
+                release.set()
+
+    client_end, server_end = memory_pair()
+    seen: list[dict[str, Any]] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow_server, RawPeer(server_end), seen)
+        async with Client(client_end, mode="auto", timeouts=Timeouts(probe=0.2)) as client:
+            assert client.protocol_version == V26
+            assert client.era == "modern"
+        tg.cancel_scope.cancel()
+    assert release.is_set()
+    assert "notifications/initialized" not in [m.get("method") for m in seen]
+
+
+async def test_auto_falls_back_when_discover_result_is_not_modern() -> None:
+    version, _ = await run_client({"server/discover": {"result": {}}, "initialize": init_result(V25)}, mode="auto")
+    assert version == V25
+
+
+async def test_auto_switches_to_initialize_when_32022_lists_only_a_legacy_version() -> None:
+    refusal = {"error": {"code": -32022, "message": "Unsupported", "data": {"supported": [V25], "requested": V26}}}
+    version, seen = await run_client({"server/discover": refusal, "initialize": init_result(V25)}, mode="auto")
+    assert version == V25
+    assert [m.get("method") for m in seen if m.get("method") != "ping"][:2] == ["server/discover", "initialize"]
+
+
+async def test_auto_does_not_fall_back_when_32022_lists_nothing_in_common() -> None:
+    refusal = {
+        "error": {"code": -32022, "message": "Unsupported", "data": {"supported": ["2030-01-01"], "requested": V26}}
+    }
+    outcome, seen = await run_client({"server/discover": refusal, "initialize": init_result(V25)}, mode="auto")
+    assert isinstance(outcome, NegotiationError)
+    assert "initialize" not in [m.get("method") for m in seen], "a recognised modern error never falls back"
+
+
+async def test_legacy_accepts_a_supported_counter_offer_only() -> None:
+    version, _ = await run_client({"initialize": init_result(V25)}, mode="handshake")
+    assert version == V25
+    outcome, seen = await run_client({"initialize": init_result("2024-11-05")}, mode="handshake")
+    assert isinstance(outcome, NegotiationError)
+    assert "2024-11-05" in str(outcome)
+    assert "notifications/initialized" not in [m.get("method") for m in seen]
+
+
+async def test_pinned_modern_version_sends_nothing_before_the_first_call() -> None:
+    version, seen = await run_client({}, mode=V26)
+    assert version == V26
+    assert seen == []
+
+
+async def test_modern_requests_carry_the_per_request_meta() -> None:
+    captured: list[dict[str, Any]] = []
+
+    def tools(message: dict[str, Any]) -> dict[str, Any]:
+        captured.append(message)
+        return {"result": {"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "private"}}
+
+    client_end, server_end = memory_pair()
+    peer = RawPeer(server_end)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scripted_server, peer, {"tools/list": tools})
+        async with Client(
+            client_end, mode=V26, client_info={"name": "me", "version": "9"}, log_level="warning"
+        ) as client:
+            await client.list_tools()
+        tg.cancel_scope.cancel()
+    meta = captured[0]["params"]["_meta"]
+    assert meta == {
+        "io.modelcontextprotocol/protocolVersion": V26,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "me", "version": "9"},
+        "io.modelcontextprotocol/logLevel": "warning",
+    }
+
+
+async def test_absent_result_type_counts_as_complete_and_unknown_is_invalid() -> None:
+    from mcpgen.runtime import ProtocolError
+
+    replies = {
+        "tools/call": lambda m: {"result": {"content": [{"type": "text", "text": "old server"}]}},
+        "prompts/get": lambda m: {"result": {"resultType": "task", "messages": []}},
+    }
+    client_end, server_end = memory_pair()
+    peer = RawPeer(server_end)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scripted_server, peer, replies)
+        async with Client(client_end, mode=V26) as client:
+            result = await client.call_tool("x")
+            assert result.result_type == "complete" and result.content[0].text == "old server"
+            with pytest.raises(ProtocolError, match="invalid prompts/get result"):
+                await client.get_prompt("p")
+        tg.cancel_scope.cancel()

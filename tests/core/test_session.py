@@ -1,0 +1,304 @@
+"""Every error path of the session core, on asyncio and trio: bad input gets a JSON-RPC error,
+never a crash or a hang, and the session keeps serving."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcpgen.runtime import McpError, RequestContext, Server
+from mcpgen.runtime.core.stdio import LineSplitter
+from mcpgen.runtime.core.transport import Frame, Oversized
+from support.peers import V25, V26, meta, raw_server
+
+pytestmark = pytest.mark.anyio
+
+
+def make_server(**options: Any) -> Server:
+    server = Server("t", "1", **options)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool()
+    async def sleepy(ctx: RequestContext, seconds: float = 10) -> str:
+        await anyio.sleep(seconds)
+        return "slept"
+
+    @server.method("tools/list")
+    async def broken(ctx: RequestContext, params: Any) -> Any:
+        raise ZeroDivisionError("boom")
+
+    return server
+
+
+async def still_serving(peer: Any) -> None:
+    reply = await peer.request(99, "tools/call", {"_meta": meta(), "name": "echo", "arguments": {"text": "ok"}})
+    assert reply["result"]["content"] == [{"type": "text", "text": "ok"}]
+
+
+async def test_malformed_json_is_a_parse_error_without_id() -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": ')
+        reply = await peer.receive()
+        assert reply["error"]["code"] == -32700
+        assert "id" not in reply
+        await still_serving(peer)
+
+
+async def test_batch_is_invalid_request() -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.send([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])  # type: ignore[arg-type]
+        reply = await peer.receive()
+        assert reply["error"]["code"] == -32600
+        assert "batch" in reply["error"]["message"]
+        await still_serving(peer)
+
+
+@pytest.mark.parametrize("payload", [b"42", b'"text"', b"null", b"true"])
+async def test_non_object_is_invalid_request(payload: bytes) -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.send_raw(payload)
+        assert (await peer.receive())["error"]["code"] == -32600
+        await still_serving(peer)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"id": 1, "method": "ping"},
+        {"jsonrpc": "1.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": None, "method": "ping"},
+        {"jsonrpc": "2.0", "id": True, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 1, "method": 7},
+    ],
+)
+async def test_bad_envelopes_are_invalid_requests(message: dict[str, Any]) -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.send(message)
+        assert (await peer.receive())["error"]["code"] == -32600
+        await still_serving(peer)
+
+
+async def test_unknown_method_is_method_not_found_in_both_eras() -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(1, "tools/nope", {"_meta": meta()})
+        assert reply == {"jsonrpc": "2.0", "id": 1, "error": reply["error"]}
+        assert reply["error"]["code"] == -32601
+        init = await peer.request(
+            2, "initialize", {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}
+        )
+        assert init["result"]["protocolVersion"] == V25
+        assert (await peer.request(3, "tools/nope"))["error"]["code"] == -32601
+        # a method of the other era is unknown in this one
+        assert (await peer.request(4, "subscriptions/listen", {"notifications": {}}))["error"]["code"] == -32601
+        await still_serving(peer)
+
+
+async def test_wrong_direction_is_method_not_found() -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.request(
+            1, "initialize", {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}
+        )
+        reply = await peer.request(2, "sampling/createMessage", {"messages": [], "maxTokens": 5})
+        assert reply["error"]["code"] == -32601
+
+
+async def test_invalid_params_carry_the_validation_detail() -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(1, "tools/call", {"_meta": meta(), "name": 12})
+        assert reply["error"]["code"] == -32602
+        assert "name" in reply["error"]["message"]
+        assert reply["error"]["data"]["errors"][0]["loc"] == ["name"]
+        reply = await peer.request(2, "tools/call", [1, 2])  # type: ignore[arg-type]
+        assert reply["error"]["code"] == -32602
+        await still_serving(peer)
+
+
+async def test_a_handler_that_raises_is_an_internal_error() -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(1, "tools/list", {"_meta": meta()})
+        assert reply["error"]["code"] == -32603
+        assert "ZeroDivisionError" in reply["error"]["message"]
+        await still_serving(peer)
+
+
+async def test_a_handler_that_raises_mcp_error_keeps_its_code() -> None:
+    server = make_server(capabilities={"prompts": {}})  # prompts offered, served by the handler below
+
+    @server.method("prompts/list")
+    async def refuse(ctx: RequestContext, params: Any) -> Any:
+        raise McpError("go away", code=-1, data={"why": "test"})
+
+    async with raw_server(server) as peer:
+        reply = await peer.request(1, "prompts/list", {"_meta": meta()})
+        assert reply["error"] == {"code": -1, "message": "go away", "data": {"why": "test"}}
+
+
+async def test_oversized_messages_are_refused_and_serving_goes_on() -> None:
+    async with raw_server(make_server(), max_message_bytes=2048) as peer:
+        await peer.send({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 5000}})
+        reply = await peer.receive()
+        assert reply["error"]["code"] == -32600
+        assert "too large" in reply["error"]["message"]
+        assert reply["id"] == 1, "the id came first, so the caller can match the refusal"
+        await still_serving(peer)
+
+
+def test_line_splitter_never_buffers_more_than_the_limit() -> None:
+    splitter = LineSplitter(limit=100)
+    frames = []
+    for _ in range(1000):  # 1 MB of a single line, fed in chunks
+        frames += splitter.feed(b"y" * 1000)
+        assert splitter.buffered <= 100 + 1024  # the line so far, or the head kept of an oversized one
+    frames += splitter.feed(b'yyy\n{"a": 1}\n')
+    oversized, line = frames
+    assert isinstance(oversized, Oversized) and line == Frame(b'{"a": 1}')
+    assert oversized.limit == 100 and oversized.size_at_least >= 1_000_000
+    assert oversized.head.startswith(b"yyy") and len(oversized.head) <= 1024
+
+
+def test_line_splitter_handles_split_lines_and_blank_lines() -> None:
+    splitter = LineSplitter(limit=100)
+    assert splitter.feed(b'{"a"') == []
+    assert splitter.feed(b': 1}\r\n\n\n{"b": 2}\n{"c"') == [Frame(b'{"a": 1}'), Frame(b'{"b": 2}')]
+    assert splitter.finish() == [Frame(b'{"c"')]
+
+
+async def test_notifications_never_get_replies_even_when_bad() -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {"x": 1}})
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "not an object"})
+        assert await peer.nothing_within(0.2)
+        await still_serving(peer)
+
+
+async def test_duplicate_in_flight_id_is_refused() -> None:
+    async with raw_server(make_server()) as peer:
+        call = {"_meta": meta(), "name": "sleepy", "arguments": {"seconds": 0.5}}
+        await peer.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+        await peer.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+        first = await peer.receive()
+        assert first["error"]["code"] == -32600 and "id" not in first, (
+            "an error with id 5 would answer the real request"
+        )
+        second = await peer.receive()
+        assert second["result"]["content"][0]["text"] == "slept"
+
+
+async def test_cancelled_request_gets_no_response_and_the_handler_stops() -> None:
+    stopped = anyio.Event()
+    server = make_server()
+
+    @server.tool()
+    async def wait_forever() -> str:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "unreachable"
+
+    async with raw_server(server) as peer:
+        await peer.send(
+            {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"_meta": meta(), "name": "wait_forever"}}
+        )
+        await anyio.sleep(0.05)
+        await peer.send(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "test"}}
+        )
+        with anyio.fail_after(2):
+            await stopped.wait()
+        assert await peer.nothing_within(0.2)
+        await still_serving(peer)
+
+
+async def test_initialize_cannot_be_cancelled() -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+            }
+        )
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        assert (await peer.receive())["result"]["protocolVersion"] == V25
+
+
+# -- modern per-request checks ------------------------------------------------------------------
+
+
+async def test_modern_request_without_protocol_version_is_invalid_params() -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(1, "tools/list", {})
+        assert reply["error"]["code"] == -32602
+        assert "protocolVersion" in reply["error"]["message"]
+        reply = await peer.request(2, "tools/list")
+        assert reply["error"]["code"] == -32602
+
+
+async def test_modern_request_without_client_capabilities_is_invalid_params() -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(1, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": V26}})
+        assert reply["error"]["code"] == -32602
+        assert "clientCapabilities" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("requested", ["1900-01-01", V25, 2026, "2026-7-28"])
+async def test_unsupported_version_is_32022_with_supported_and_requested(requested: Any) -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(
+            1, "tools/list", {"_meta": {**meta(), "io.modelcontextprotocol/protocolVersion": requested}}
+        )
+        assert reply["error"]["code"] == -32022
+        assert reply["error"]["data"] == {"supported": [V26, V25], "requested": requested}
+
+
+async def test_modern_results_carry_result_type_and_server_info() -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(1, "tools/call", {"_meta": meta(), "name": "echo", "arguments": {"text": "x"}})
+        assert reply["result"]["resultType"] == "complete"
+        assert reply["result"]["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "t", "version": "1"}
+
+
+async def test_legacy_results_carry_no_modern_fields() -> None:
+    async with raw_server(make_server()) as peer:
+        await peer.request(
+            1, "initialize", {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}
+        )
+        reply = await peer.request(2, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        assert reply["result"] == {"content": [{"type": "text", "text": "x"}]}
+
+
+async def test_legacy_ping_works_before_initialize() -> None:
+    async with raw_server(make_server()) as peer:
+        assert (await peer.request(1, "ping"))["result"] == {}
+
+
+async def test_legacy_initialize_counter_offers_a_supported_version() -> None:
+    async with raw_server(make_server()) as peer:
+        reply = await peer.request(
+            1,
+            "initialize",
+            {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+        )
+        assert reply["result"]["protocolVersion"] == V25
+        assert reply["result"]["serverInfo"] == {"name": "t", "version": "1"}
+
+
+async def test_modern_only_server_refuses_initialize_naming_its_versions() -> None:
+    async with raw_server(make_server(versions=[V26])) as peer:
+        reply = await peer.request(
+            1, "initialize", {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}
+        )
+        assert reply["error"]["data"]["supported"] == [V26]
+
+
+async def test_legacy_only_server_refuses_modern_requests_with_32022() -> None:
+    async with raw_server(make_server(versions=[V25])) as peer:
+        reply = await peer.request(1, "server/discover", {"_meta": meta()})
+        assert reply["error"]["code"] == -32022
+        assert reply["error"]["data"]["supported"] == [V25]

@@ -1,0 +1,102 @@
+"""The app under real servers: uvicorn on asyncio, hypercorn on trio, spoken to by httpx over TCP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcpgen.runtime import RequestContext, Server
+from support.asgi_driver import V25, meta, modern_headers, request
+from support.live import live
+
+pytestmark = pytest.mark.anyio
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def make_server() -> Server:
+    server = Server("live-test")
+
+    @server.tool()
+    async def count(ctx: RequestContext, n: int) -> str:
+        for i in range(1, n + 1):
+            await ctx.report_progress(i, n)
+        return f"counted {n}"
+
+    return server
+
+
+def sse_messages(text: str) -> list[Any]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ") and line[6:].strip()]
+
+
+async def test_both_eras_over_a_real_socket() -> None:
+    async with live(make_server()) as (url, _), httpx.AsyncClient(timeout=30) as http:
+        params = {"name": "count", "arguments": {"n": 2}, "_meta": {**meta(), "progressToken": "p"}}
+        modern = await http.post(
+            url, json=request(1, "tools/call", params), headers={**HEADERS, **modern_headers("tools/call", "count")}
+        )
+        assert modern.status_code == 200 and modern.headers["content-type"] == "text/event-stream"
+        messages = sse_messages(modern.text)
+        assert [m.get("method") for m in messages] == ["notifications/progress"] * 2 + [None]
+        assert messages[-1]["result"]["content"][0]["text"] == "counted 2"
+        init = {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        opened = await http.post(url, json=request(0, "initialize", init), headers=HEADERS)
+        sid = opened.headers["mcp-session-id"]
+        session = {**HEADERS, "mcp-session-id": sid, "mcp-protocol-version": V25}
+        assert (
+            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        ).status_code == 202
+        legacy = await http.post(
+            url, json=request(1, "tools/call", {"name": "count", "arguments": {"n": 1}}), headers=session
+        )
+        assert legacy.json()["result"]["content"][0]["text"] == "counted 1"
+        assert (await http.delete(url, headers=session)).status_code == 200
+        evil = await http.post(
+            url, json=request(2, "tools/list", {"_meta": meta()}), headers={**HEADERS, "host": "evil.example.com"}
+        )
+        assert evil.status_code == 421
+
+
+async def test_shutdown_ends_listen_streams_with_their_result() -> None:
+    async with live(make_server()) as (url, stop), httpx.AsyncClient(timeout=30) as http:
+        params = {"notifications": {"toolsListChanged": True}, "_meta": meta()}
+        body = request("sub", "subscriptions/listen", params)
+        async with http.stream(
+            "POST", url, json=body, headers={**HEADERS, **modern_headers("subscriptions/listen")}
+        ) as stream:
+            lines = stream.aiter_lines()
+            async for line in lines:
+                if line.startswith("data: "):
+                    assert json.loads(line[6:])["method"] == "notifications/subscriptions/acknowledged"
+                    break
+            stop.set()  # the server shuts down: the stream ends with the listen result
+            rest = [json.loads(line[6:]) async for line in lines if line.startswith("data: ")]
+        assert rest == [{"jsonrpc": "2.0", "id": "sub", "result": rest[0]["result"]}]
+        assert rest[0]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
+
+
+async def test_closing_the_response_cancels_the_handler() -> None:
+    server = make_server()
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def hang(ctx: RequestContext) -> str:
+        await ctx.report_progress(1)
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "never"
+
+    async with live(server) as (url, _), httpx.AsyncClient(timeout=30) as http:
+        params = {"name": "hang", "arguments": {}, "_meta": {**meta(), "progressToken": 1}}
+        headers = {**HEADERS, **modern_headers("tools/call", "hang")}
+        async with http.stream("POST", url, json=request(1, "tools/call", params), headers=headers) as stream:
+            assert stream.status_code == 200
+            await started.wait()
+        with anyio.fail_after(10):
+            await cancelled.wait()

@@ -1,0 +1,241 @@
+"""The handshake era (2025-11-25) over Streamable HTTP: sessions, SSE streams, resumption."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+from mcpgen.runtime import RequestContext, Server
+from mcpgen.runtime.protocol.input_requests import sample
+from mcpgen.runtime.server.http.app import close_sse_stream
+from support.asgi_driver import V25, AsgiClient, Reply, asgi_client, request
+
+pytestmark = pytest.mark.anyio
+INIT = {"protocolVersion": V25, "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+def make_server() -> Server:
+    server = Server("legacy-test", "1.0")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool()
+    async def slow(ctx: RequestContext) -> str:
+        await ctx.report_progress(1, 2)
+        await ctx.report_progress(2, 2)
+        return "done"
+
+    @server.tool()
+    async def think(ctx: RequestContext, question: str) -> str:
+        reply = ctx.input_response("answer")
+        if reply is None:
+            return ctx.input_required(answer=sample([question], 10))
+        return f"model: {reply.content.text}"
+
+    @server.tool()
+    async def poll(ctx: RequestContext) -> str:
+        await ctx.info("before")
+        assert await close_sse_stream(ctx)
+        await ctx.info("after")
+        return "polled"
+
+    return server
+
+
+async def open_session(client: AsgiClient) -> str:
+    reply = await client.post(request(0, "initialize", INIT), {"mcp-protocol-version": V25, "mcp-method": "initialize"})
+    assert reply.status == 200
+    session_id = reply.headers["mcp-session-id"]
+    assert session_id and all(0x21 <= ord(c) <= 0x7E for c in session_id)
+    assert (await reply.json())["result"]["protocolVersion"] == V25
+    ack = await client.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session(session_id))
+    assert ack.status == 202 and await ack.read() == b""
+    return session_id
+
+
+def session(session_id: str, **more: str) -> dict[str, str]:
+    return {"mcp-session-id": session_id, "mcp-protocol-version": V25, **more}
+
+
+async def call(client: AsgiClient, session_id: str, id: Any, name: str, arguments: dict[str, Any]) -> Reply:
+    return await client.post(request(id, "tools/call", {"name": name, "arguments": arguments}), session(session_id))
+
+
+async def test_a_session_serves_calls_and_ends_with_delete() -> None:
+    async with asgi_client(make_server().http_app()) as client:
+        sid = await open_session(client)
+        reply = await call(client, sid, 1, "add", {"a": 1, "b": 2})
+        assert reply.status == 200 and (await reply.json())["result"]["structuredContent"] == {"result": 3}
+        missing = await client.post(request(2, "tools/list"), {"mcp-protocol-version": V25})
+        assert missing.status == 400 and (await missing.json())["id"] == 2
+        unknown = await client.post(request(3, "tools/list"), session("nope"))
+        assert unknown.status == 404
+        bad_version = await client.post(
+            request(4, "tools/list"), session(sid, **{"mcp-protocol-version": "1999-01-01"})
+        )
+        assert bad_version.status == 400
+        deleted = await client.send("DELETE", None, {"mcp-session-id": sid})
+        assert deleted.status == 200
+        after = await call(client, sid, 5, "add", {"a": 1, "b": 2})
+        assert after.status == 404
+        assert (await client.send("DELETE", None, {"mcp-session-id": sid})).status == 404
+
+
+async def test_related_notifications_make_an_sse_stream_with_a_priming_event() -> None:
+    app = make_server().http_app(retry_ms=250)
+    async with asgi_client(app) as client:
+        sid = await open_session(client)
+        params = {"name": "slow", "arguments": {}, "_meta": {"progressToken": "t"}}
+        reply = await client.post(request(1, "tools/call", params), session(sid))
+        assert reply.sse
+        events = [e async for e in reply.events()]
+        priming = events[0]
+        assert priming.id and priming.retry == 250 and priming.data == ""
+        assert [e.json().get("method") for e in events[1:]] == ["notifications/progress"] * 2 + [None]
+        assert events[-1].json()["result"]["content"][0]["text"] == "done"
+        assert len({e.id for e in events}) == len(events), "event ids are unique"
+        assert not app.sessions.sessions[sid].streams, "a finished stream is only in the event store"
+
+
+async def test_server_requests_travel_on_the_post_stream_and_answers_come_back_as_posts() -> None:
+    async with asgi_client(make_server().http_app()) as client:
+        sid = await open_session(client)
+        reply = await call(client, sid, 1, "think", {"question": "why?"})
+        events = reply.events()
+        await anext(events)  # priming
+        asked = (await anext(events)).json()
+        assert asked["method"] == "sampling/createMessage"
+        answer = {"role": "assistant", "content": {"type": "text", "text": "because"}, "model": "m"}
+        ack = await client.post({"jsonrpc": "2.0", "id": asked["id"], "result": answer}, session(sid))
+        assert ack.status == 202
+        final = (await anext(events)).json()
+        assert final["id"] == 1 and final["result"]["content"][0]["text"] == "model: because"
+
+
+async def test_the_standalone_get_stream_carries_list_changes_and_is_unique() -> None:
+    server = make_server()
+    async with asgi_client(server.http_app()) as client:
+        sid = await open_session(client)
+        stream = await client.send("GET", None, session(sid), accept="text/event-stream")
+        assert stream.status == 200 and stream.sse
+        events = stream.events()
+        assert (await anext(events)).data == ""  # priming
+        second = await client.send("GET", None, session(sid), accept="text/event-stream")
+        assert second.status == 409
+        server.add_tool(lambda: "x", name="late")
+        change = await anext(events)
+        assert change.json()["method"] == "notifications/tools/list_changed"
+        not_sse = await client.send("GET", None, session(sid), accept="application/json")
+        assert not_sse.status == 406
+
+
+async def test_a_closed_connection_is_resumed_with_last_event_id() -> None:
+    async with asgi_client(make_server().http_app()) as client:
+        sid = await open_session(client)
+        reply = await call(client, sid, 1, "poll", {})
+        seen = [e async for e in reply.events()]  # the server closes it after "before"
+        assert [e.json()["params"]["data"] for e in seen if e.data] == ["before"]
+        last = seen[-1].id
+        assert last is not None
+        resumed = await client.send("GET", None, session(sid, **{"last-event-id": last}), accept="text/event-stream")
+        rest = [e.json() async for e in resumed.events() if e.data]
+        assert rest[0]["params"]["data"] == "after"
+        assert rest[-1]["id"] == 1 and rest[-1]["result"]["content"][0]["text"] == "polled"
+        other = await client.send(
+            "GET", None, session(sid, **{"last-event-id": "elsewhere/1#1"}), accept="text/event-stream"
+        )
+        assert other.status == 400
+
+
+async def test_a_dropped_connection_is_not_a_cancellation() -> None:
+    server = make_server()
+    go, finished = anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def waits(ctx: RequestContext) -> str:
+        await ctx.info("started")
+        await go.wait()
+        await ctx.info("resumed")
+        finished.set()
+        return "finished"
+
+    async with asgi_client(server.http_app()) as client:
+        sid = await open_session(client)
+        reply = await call(client, sid, 1, "waits", {})
+        events = reply.events()
+        await anext(events)
+        started = await anext(events)
+        reply.disconnect()
+        go.set()
+        await finished.wait()
+        resumed = await client.send(
+            "GET", None, session(sid, **{"last-event-id": started.id or ""}), accept="text/event-stream"
+        )
+        rest = [e.json() async for e in resumed.events() if e.data]
+        assert rest[-1]["result"]["content"][0]["text"] == "finished"
+
+
+async def test_notifications_cancelled_ends_the_post_without_a_response() -> None:
+    server = make_server()
+    started, stopped = anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def forever() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        return "never"
+
+    async with asgi_client(server.http_app()) as client:
+        sid = await open_session(client)
+        replies: list[Reply] = []
+        answered = anyio.Event()
+
+        async def calling() -> None:  # the POST gets no answer before the cancellation
+            replies.append(await call(client, sid, 9, "forever", {}))
+            answered.set()
+
+        client.tg.start_soon(calling)
+        await started.wait()
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}
+        assert (await client.post(cancel, session(sid))).status == 202
+        await stopped.wait()
+        await answered.wait()
+        assert replies[0].sse and await replies[0].messages() == []
+
+
+async def test_idle_sessions_are_closed() -> None:
+    server = make_server()
+    app = server.http_app(session_idle_timeout=60)
+    async with asgi_client(app) as client:
+        sid = await open_session(client)
+        with anyio.fail_after(5):  # the app finishes the POSTs' bookkeeping after they were answered
+            while app.sessions.sessions[sid].busy:
+                await anyio.sleep(0)
+        assert app.sessions.close_idle(time.monotonic() + 59) == 0  # not idle long enough
+        assert app.sessions.close_idle(time.monotonic() + 61) == 1
+        assert sid not in app.sessions.sessions
+        assert (await call(client, sid, 1, "add", {"a": 1, "b": 1})).status == 404
+
+
+async def test_a_refused_initialize_keeps_no_session_and_sessions_are_bounded() -> None:
+    app = make_server().http_app(max_sessions=1)
+    async with asgi_client(app) as client:
+        bad = await client.post(request(0, "initialize", {"protocolVersion": V25}))
+        assert "error" in await bad.json()
+        assert not app.sessions.sessions
+        await open_session(client)
+        full = await client.post(request(0, "initialize", INIT))
+        assert full.status == 503
+
+
+async def test_without_the_lifespan_sessions_cannot_open_but_modern_requests_work() -> None:
+    async with asgi_client(make_server().http_app(), run=False) as client:
+        reply = await client.post(request(0, "initialize", INIT))
+        assert reply.status == 500 and "lifespan" in (await reply.json())["error"]["message"]

@@ -1,0 +1,1 @@
+"""Helpers the tests share (peers, servers, drivers, fixtures' worlds): not tests themselves."""
