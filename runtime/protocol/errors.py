@@ -51,18 +51,18 @@ def schema_error_codes() -> dict[str, int]:
     return codes
 
 
-def modern_error_codes() -> frozenset[int]:
-    """The codes that only modern-era schemas define (beyond JSON-RPC's own): an answer with one of
-    them identifies a modern peer."""
-    modern = {
-        c for v in _tree.SUPPORTED if _tree.ERAS[v] == _tree.MODERN for c in _tree.ERROR_CODES.get(v, {}).values()
-    }
-    older = {c for v in _tree.SUPPORTED if _tree.ERAS[v] != _tree.MODERN for c in _tree.ERROR_CODES.get(v, {}).values()}
-    return frozenset(modern - older - JSONRPC_CODES)
+def later_error_codes() -> frozenset[int]:
+    """The codes that schemas after the tree's oldest version fix (beyond JSON-RPC's own): an answer
+    with one of them identifies a peer of a later revision (the modern era, today)."""
+    if not _tree.SUPPORTED:
+        return frozenset()
+    oldest = set(_tree.ERROR_CODES.get(_tree.SUPPORTED[0], {}).values())
+    later = {c for v in _tree.SUPPORTED[1:] for c in _tree.ERROR_CODES.get(v, {}).values()}
+    return frozenset(later - oldest - JSONRPC_CODES)
 
 
 _SCHEMA_CODES = schema_error_codes()
-MODERN_ERROR_CODES = modern_error_codes()
+LATER_ERROR_CODES = later_error_codes()
 
 
 class McpRuntimeError(Exception):
@@ -273,7 +273,7 @@ def http_status(code: int) -> int:
     """The HTTP status a JSON-RPC error maps to on Streamable HTTP (200 for codes without one)."""
     if code == METHOD_NOT_FOUND:
         return 404
-    if code in (PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS) or code in MODERN_ERROR_CODES:
+    if code in (PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS) or code in LATER_ERROR_CODES:
         return 400
     return 200
 
@@ -283,8 +283,8 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "JSONRPC_CODES",
+    "LATER_ERROR_CODES",
     "METHOD_NOT_FOUND",
-    "MODERN_ERROR_CODES",
     "PARSE_ERROR",
     "CapabilityError",
     "ConnectionClosed",
@@ -315,7 +315,7 @@ __all__ = [
     "UnsupportedProtocolVersion",
     "UrlElicitationRequired",
     "http_status",
-    "modern_error_codes",
+    "later_error_codes",
     "schema_error_codes",
 ]
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .errors import MODERN_ERROR_CODES, McpError, McpRuntimeError, UnsupportedProtocolVersion, validation_detail
+from .errors import LATER_ERROR_CODES, McpError, McpRuntimeError, UnsupportedProtocolVersion, validation_detail
 from .keys import HANDSHAKE_METHOD
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class Negotiation:
     def after_probe_error(self, error: McpRuntimeError, version: str) -> Step:
         if isinstance(error, UnsupportedProtocolVersion):
             return self._choose(error.supported, version)
-        if isinstance(error, McpError) and error.code in MODERN_ERROR_CODES:
+        if isinstance(error, McpError) and error.code in LATER_ERROR_CODES:
             reason = (
                 f"the server is a modern server but refused server/discover: {error}; not falling back to initialize"
             )
