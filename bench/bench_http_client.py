@@ -23,7 +23,7 @@ from mcpgen.runtime import ClientChecks
 HERE = Path(__file__).resolve().parent
 CALLS = 600
 RUNS = 5
-ERA_MODE = {"handshake (2025-11-25)": "handshake", "modern (2026-07-28)": "2026-07-28"}
+ERA_MODE = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
 
 
 @contextmanager

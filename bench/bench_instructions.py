@@ -19,7 +19,7 @@ from pathlib import Path
 from _util import save, table
 
 HERE = Path(__file__).resolve().parent
-ERA_MODE = {"handshake (2025-11-25)": "handshake", "modern (2026-07-28)": "2026-07-28"}
+ERA_MODE = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
 
 DRIVER = """
 import sys

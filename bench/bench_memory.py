@@ -75,7 +75,7 @@ def _per_session(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> f
 def main() -> None:
     tracemalloc.start()
     rows = []
-    for era, mode in (("handshake (2025-11-25)", "handshake"), ("modern (2026-07-28)", "2026-07-28")):
+    for era, mode in (("handshake (2025-11-25)", "legacy"), ("modern (2026-07-28)", "2026-07-28")):
         mine = anyio.run(ours, mode)
         theirs = anyio.run(official, mode)
         rows.append(

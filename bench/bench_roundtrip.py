@@ -18,7 +18,7 @@ from _util import save, table
 
 HERE = Path(__file__).resolve().parent
 CALLS = {"memory": 3000, "stdio": 1500}
-ERA_MODE = {"handshake (2025-11-25)": "handshake", "modern (2026-07-28)": "2026-07-28"}
+ERA_MODE = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
 
 
 async def ours_memory(mode: str, n: int) -> float:
