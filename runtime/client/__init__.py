@@ -210,12 +210,6 @@ class Client(TypedCalls):
     def roots(self) -> list[dict[str, Any]] | None:
         return self.inputs.roots
 
-    # -- the options, read back (one release, for code that read the old attributes) -------------
-
-    @property
-    def request_timeout(self) -> float | None:
-        return self.timeouts.request
-
     def capabilities(self, version: str | None = None) -> dict[str, Any]:
         """What this client declares (for `version`, default the negotiated one): inferred from its
         handlers and roots, unless `capabilities=` was given, which wins outright (an empty mapping

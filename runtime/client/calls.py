@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
 
 from ..core.correlation import ProgressCallback
 from ..core.session import DEFAULT, Timeout
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         Tool,
     )
 
-    from . import Client
     from .options import ClientLimits
 
 log = logging.getLogger("mcpgen.runtime.client")
@@ -47,10 +46,18 @@ def _cursor(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
 
 
+class ToolLister(Protocol):
+    """What checking tool output needs of the client: what the server offers, and its tools."""
+
+    server_capabilities: dict[str, Any] | None
+
+    def tools(self) -> AsyncIterator[Tool]: ...
+
+
 class OutputChecker:
     """Checks structured tool output against each tool's `outputSchema`, learned from listing tools."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: ToolLister) -> None:
         self.client = client
         self._validators: dict[str, SchemaCheck] = {}
         self._known = False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.capabilities import has_capability
 from ..protocol.eras import EraRules, Eras, HandshakeRules, ModernRules
@@ -20,13 +20,19 @@ if TYPE_CHECKING:
     from . import Client
 
 
+class MetaSource(Protocol):
+    """What an era needs to decorate a request: the `_meta` the client sends with it."""
+
+    def request_meta(self, version: str) -> dict[str, Any]: ...
+
+
 class EraSpeaking(abc.ABC):
     """The client's behaviour for one era."""
 
     def __init__(self, rules: EraRules) -> None:
         self.rules = rules
 
-    def params_for(self, client: Client, version: str, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    def params_for(self, client: MetaSource, version: str, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The params of an outgoing request as this era sends them (unchanged by default)."""
         return dict(params) if params is not None else None
 
@@ -72,7 +78,7 @@ class ModernSpeaking(EraSpeaking):
     """Every request carries the version, the client's capabilities and info (and the log level)
     in `_meta`; nothing is sent to finish connecting; changes arrive on `subscriptions/listen`."""
 
-    def params_for(self, client: Client, version: str, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    def params_for(self, client: MetaSource, version: str, params: Mapping[str, Any] | None) -> dict[str, Any] | None:
         body = dict(params or {})
         extra = body.get("_meta")
         body["_meta"] = {**client.request_meta(version), **(extra if isinstance(extra, dict) else {})}

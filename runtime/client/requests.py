@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from pydantic import BaseModel, ValidationError
@@ -29,15 +29,40 @@ from ..protocol.keys import REQUEST
 from .input import needs_input, retry_params
 
 if TYPE_CHECKING:
-    from . import Client
+    from ..protocol.tables import VersionRegistry
+    from .eras import EraSpeaking
+    from .input import InputAnswerer
+    from .session import ClientSession
 
 log = logging.getLogger("mcpgen.runtime.client")
 
 
-class RequestPipeline:
-    """The request pipeline of one client (it uses the client's public interface only)."""
+class PipelineHost(Protocol):
+    """What the request pipeline needs of its client."""
 
-    def __init__(self, client: Client) -> None:
+    registry: VersionRegistry
+    versions: tuple[str, ...]
+    server_capabilities: dict[str, Any] | None
+    inputs: InputAnswerer
+
+    @property
+    def session(self) -> ClientSession: ...
+
+    @property
+    def protocol_version(self) -> str: ...
+
+    @property
+    def speaks(self) -> EraSpeaking: ...
+
+    def request_meta(self, version: str) -> dict[str, Any]: ...
+
+    async def connect_session(self) -> None: ...
+
+
+class RequestPipeline:
+    """The request pipeline of one client."""
+
+    def __init__(self, client: PipelineHost) -> None:
         self.client = client
         self._renewal = anyio.Lock()
         self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)

@@ -140,16 +140,6 @@ class Server:
             self._header_params,
         )
 
-    # -- the options, read back (one release, for code that read the old attributes) -------------
-
-    @property
-    def page_size(self) -> int | None:
-        return self.limits.page_size
-
-    @property
-    def max_input_rounds(self) -> int:
-        return self.limits.max_input_rounds
-
     # -- capabilities ------------------------------------------------------------------------
 
     def capabilities(self, version: str | None = None) -> dict[str, Any]:
