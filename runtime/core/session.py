@@ -391,33 +391,32 @@ class Session:
         """Run the handler for one request and send its reply (none if the request was cancelled);
         then tell its reply route the request is over. A request-scoped transport calls this in
         its own task: cancelling that task cancels the handler, and nothing is sent after that."""
+        reply: dict[str, Any] | None = None
         try:
-            await self._serve(incoming)
+            with incoming.cancel_scope:
+                try:
+                    result = await self.handle_request(incoming)
+                    reply = wire.result(incoming.id, wire.to_wire(result))
+                except McpError as exc:
+                    reply = wire.error(incoming.id, exc.code, exc.message, exc.data)
+                except anyio.get_cancelled_exc_class():
+                    if incoming.cancel_scope.cancel_called or anyio.current_effective_deadline() == -math.inf:
+                        raise  # the request or the session is being cancelled: ours, so it propagates
+                    log.warning(
+                        "the handler for %s was cancelled from outside; answering with an error", incoming.method
+                    )
+                    reply = wire.error(
+                        incoming.id, INTERNAL_ERROR, f"Internal error: the {incoming.method} handler was cancelled"
+                    )
+                except Exception as exc:
+                    log.exception("handler for %s failed", incoming.method)
+                    reply = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+            if incoming.cancel_scope.cancelled_caught or reply is None:
+                return  # cancelled by the peer: no response
+            await self._send_reply(incoming, reply)
         finally:
             if incoming.context.reply is not None:
                 incoming.context.reply.request_ended()
-
-    async def _serve(self, incoming: IncomingRequest) -> None:
-        reply: dict[str, Any] | None = None
-        with incoming.cancel_scope:
-            try:
-                result = await self.handle_request(incoming)
-                reply = wire.result(incoming.id, wire.to_wire(result))
-            except McpError as exc:
-                reply = wire.error(incoming.id, exc.code, exc.message, exc.data)
-            except anyio.get_cancelled_exc_class():
-                if incoming.cancel_scope.cancel_called or anyio.current_effective_deadline() == -math.inf:
-                    raise  # the request or the session is being cancelled: ours, so it propagates
-                log.warning("the handler for %s was cancelled from outside; answering with an error", incoming.method)
-                reply = wire.error(
-                    incoming.id, INTERNAL_ERROR, f"Internal error: the {incoming.method} handler was cancelled"
-                )
-            except Exception as exc:
-                log.exception("handler for %s failed", incoming.method)
-                reply = wire.error(incoming.id, INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
-        if incoming.cancel_scope.cancelled_caught or reply is None:
-            return  # cancelled by the peer: no response
-        await self._send_reply(incoming, reply)
 
     async def _send_reply(self, incoming: IncomingRequest, reply: dict[str, Any]) -> None:
         route = incoming.context.reply

@@ -37,7 +37,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = 1024  # how much of an oversized message is kept to find its id
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Frame:
     """One message in transit: its bytes, its context (`None`: the transport's default), and the
     decoded message when the transport that delivers it decoded it already."""
@@ -47,7 +47,7 @@ class Frame:
     decoded: wire.Message | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outgoing(Frame):
     """A message the session sends: the JSON-RPC object and its encoding (made once)."""
 

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 from . import http_headers
 from .errors import INVALID_PARAMS, HeaderMismatch, InvalidParams, McpError, UnsupportedProtocolVersion
 from .keys import CLIENT_CAPABILITIES_KEY, HANDSHAKE_METHOD, PROTOCOL_VERSION_KEY
+from .routing import Rejection
 
 if TYPE_CHECKING:
-    from .routing import Call, Rejection, Router
+    from .routing import Call, Router
     from .tables import VersionRegistry
 
 LIVENESS_METHOD = "ping"  # the one request a handshake-era server answers before `initialize`
@@ -90,8 +91,6 @@ class HandshakeRules(EraRules):
     server_capabilities_at = (HANDSHAKE_METHOD, ("capabilities",))
 
     def claim(self, call: Call, router: Router) -> str | Rejection | None:
-        from .routing import Rejection
-
         versions = router.versions_of(self)
         if call.method == self.session_method:
             requested = (call.params or {}).get("protocolVersion")
@@ -129,8 +128,6 @@ class ModernRules(EraRules):
         """A request naming a version in `_meta` is modern (so is one whose HTTP header names a
         version that is not of a session era); then the modern ladder: the `_meta` keys (-32602),
         the routing headers against the body (-32020), whether the version is served (-32022)."""
-        from .routing import Rejection
-
         header = call.headers.get(http_headers.PROTOCOL_VERSION) if call.headers is not None else None
         if PROTOCOL_VERSION_KEY not in call.meta:
             if header is None or not router.eras.of_header(header).self_contained:
