@@ -106,10 +106,17 @@ def read_extension_pins(schema_root: Path) -> list[ExtensionPin]:
         if not all(isinstance(v, str) for v in values.values()):
             raise PinError(f"{path}: extension entry {i}: every value is a string")
         pin = ExtensionPin(**{**values, "sha256": values["sha256"].lower()})
-        if not pin.id or not _NAME.match(pin.name) or not _RELEASE.match(pin.release):
+        if not pin.id:
+            raise PinError(f"{path}: extension entry {i} needs an `id` (its key under `extensions` in capabilities)")
+        if not _NAME.match(pin.name):
             raise PinError(
-                f"{path}: extension entry {i} needs `id`, `name` (a Python name in lower case: its folder and "
-                "package) and `release` (its upstream folder, one path segment)"
+                f"{path}: extension {pin.id}: `name` {pin.name!r} is not a lower-case Python name "
+                "(it names the extension's folder and package)"
+            )
+        if not _RELEASE.match(pin.release):
+            raise PinError(
+                f"{path}: extension {pin.id}: `release` {pin.release!r} is not one path segment "
+                "(the upstream folder its schema is in)"
             )
         if pin.id in pins or any(p.name == pin.name for p in pins.values()):
             raise PinError(f"{path}: extension {pin.id} (name {pin.name}) is pinned twice")
@@ -305,6 +312,7 @@ def sync(  # noqa: PLR0913 - public API: callers (CLI, build backend) pass these
     job = _SyncJob(
         source=source,
         ext_source=extension_source(source, ext_source),
+        ext_source_given=bool(ext_source),
         schema_root=schema_root,
         update_pins=update_pins,
         raw_base=raw_base,
@@ -335,6 +343,7 @@ class _SyncJob:
 
     source: str | None
     ext_source: str | None
+    ext_source_given: bool  # named by the caller, not the schema source's extensions/ folder
     schema_root: Path
     update_pins: bool
     raw_base: str
@@ -376,7 +385,15 @@ def _sync_version(job: _SyncJob, version: str, pin: Pin | None) -> tuple[SyncRes
 def _sync_extension(job: _SyncJob, pin: ExtensionPin) -> tuple[SyncResult, ExtensionPin | None]:
     """Like `_sync_version`, for an extension pin (one without a sha256 is pinned by `update_pins`)."""
     if job.ext_source is not None:
-        data, origin = fetch_extension(job.ext_source, pin), job.ext_source
+        try:
+            data, origin = fetch_extension(job.ext_source, pin), job.ext_source
+        except PinError as exc:
+            if job.ext_source_given:
+                raise
+            raise PinError(
+                f"{exc} (extensions come from the schema source's {EXTENSIONS_DIR}/ folder unless --ext-from "
+                "or $MCPGEN_EXT_SOURCE names a source laid out as <name>/<release>/schema.json)"
+            ) from None
     else:
         origin = pin_url(pin, job.raw_base)
         data = _fetch_url(origin)
