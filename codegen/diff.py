@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from .extension import ExtensionProtocol
 from .ir import Method, Protocol
 
 METHOD_FACETS = (
@@ -16,6 +18,28 @@ METHOD_FACETS = (
     "capability",
     "deprecated",
 )
+
+
+def diff_extension(core: Protocol, ext: ExtensionProtocol) -> dict[str, Any]:
+    """What an extension does to the version it is read on: the methods it adds, the core rows it
+    changes (augments) and the core methods it removes; the defs it adds, and those it repeats
+    from the version that differ. The version's other methods and defs are not the extension's
+    business, so they are left out (not reported as removed)."""
+    shared = replace(
+        core,
+        methods={m: core.methods[m] for m in sorted(set(ext.augments) | set(ext.removes_present)) if m in core.methods},
+        defs={name: info for name, info in core.defs.items() if name in ext.defs},
+    )
+    kept = replace(ext, methods={m: row for m, row in ext.methods.items() if m not in ext.removes_present})
+    result = diff_protocols(shared, kept)
+    result["extension"] = {
+        "id": ext.ext_id,
+        "release": ext.release,
+        "repeats": len(ext.repeats),
+        "differs": list(ext.differs),
+        "differs_through": list(ext.differs_through),
+    }
+    return result
 
 
 def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:
@@ -55,8 +79,8 @@ def diff_protocols(old: Protocol, new: Protocol) -> dict[str, Any]:
             defs_changed.append(entry)
 
     return {
-        "from": old.version,
-        "to": new.version,
+        "from": old.label,
+        "to": new.label,
         "sha256": [old.sha256, new.sha256],
         "era": [old.era, new.era],
         "methods": {
@@ -100,6 +124,12 @@ def format_diff(d: dict[str, Any]) -> str:
 def _header_lines(d: dict[str, Any]) -> list[str]:
     """The versions and eras, and whether the files differ at all."""
     lines = [f"{d['from']} -> {d['to']} (era {d['era'][0]} -> {d['era'][1]})"]
+    ext = d.get("extension")
+    if ext is not None:
+        differ = ", ".join(ext["differs"]) or "none"
+        through = f" (and through them: {', '.join(ext['differs_through'])})" if ext["differs_through"] else ""
+        lines.append(f"the extension repeats {ext['repeats']} defs of {d['from']}; differ: {differ}{through}")
+        return lines
     sha = d.get("sha256", ["", ""])
     if sha[0] == sha[1]:
         lines.append(f"the files are identical (sha256 {sha[0][:12]})")

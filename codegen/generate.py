@@ -1,10 +1,13 @@
 """Orchestrate generation: schema folder -> `generated/` tree, in parallel and cached.
 
 For each version: load -> fix -> normalise -> IR -> models (datamodel-code-generator) and tables
-(jinja2) -> black. Versions are built in separate processes. A manifest in the output tree
-records, per version, a key made of the schema's sha256 and a fingerprint of the generator
-(its code, templates, data files and the versions of datamodel-code-generator and black); when
-the key and the files on disk still match, the version is not rebuilt.
+(jinja2) -> black. For each pinned extension, on each of those versions it applies to: the same,
+read against that version (`extension.py`): a package `ext_<name>/v<version>/` with the models
+of its own defs (the defs it repeats alike are imported from the version's models) and its rows.
+Versions and extensions are built in separate processes. A manifest in the output tree records,
+per version and per extension on a version, a key made of the schemas' sha256 and a fingerprint
+of the generator (its code, templates, data files and the versions of datamodel-code-generator
+and black); when the key and the files on disk still match, the package is not rebuilt.
 """
 
 from __future__ import annotations
@@ -22,19 +25,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import GenerationError
+from .extension import ExtensionProtocol, build_extension
 from .fixes import FixReport, apply_fixes, load_rules
 from .ir import Protocol, build_protocol
 from .loader import SchemaDocument, check_version_string, load_schema, load_schema_file, parse_schema_bytes
-from .normalize import normalize
-from .overlay import load_overlay
-from .versioning import module_name, sort_versions
+from .normalize import Normalized, normalize
+from .overlay import Overlay, load_overlay
+from .sync import ExtensionPin, extension_file
+from .versioning import module_name, sort_versions, version_key
 
 if TYPE_CHECKING:
     import jinja2
 
 CODEGEN_DIR = Path(__file__).parent
 TEMPLATES = CODEGEN_DIR / "templates"
-DATA_FILES = ("fixes.toml", "roles.toml", "gates.toml", "deprecations.toml", "results.toml")
+DATA_FILES = (
+    "fixes.toml",
+    "roles.toml",
+    "gates.toml",
+    "deprecations.toml",
+    "results.toml",
+    "headers.toml",
+    "extensions.toml",
+)
 MANIFEST = "manifest.json"
 LINE_LENGTH = 100
 
@@ -54,6 +67,33 @@ class VersionBuild:
     warnings: list[str]
     seconds: float
     errors: dict[str, int] = field(default_factory=dict)  # schema error def name -> JSON-RPC code
+
+
+@dataclass
+class ExtensionBuild:
+    """The files of one extension on one version and what happened while making them."""
+
+    pin: ExtensionPin
+    version: str
+    sha256: str
+    files: dict[str, str]
+    fix_lines: list[str]
+    report: list[str]  # reuse, removes, augments (`ExtensionProtocol.report_lines`)
+    warnings: list[str]
+    seconds: float
+
+    @property
+    def label(self) -> str:
+        return extension_label(self.pin, self.version)
+
+
+def extension_label(pin: ExtensionPin, version: str) -> str:
+    return f"{pin.id} ({pin.release}) on {version}"
+
+
+def extension_module(pin: ExtensionPin) -> str:
+    """The package of a pinned extension in a generated tree: `ext_<name>`."""
+    return f"ext_{pin.name}"
 
 
 @dataclass
@@ -162,6 +202,11 @@ def render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
 
 
+def _own_models(method: str, name: str) -> str:
+    """How a version's table names a model: from its own `models` module."""
+    return f"m.{name}"
+
+
 def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuild:
     """Everything for one version, in memory (runs in a worker process)."""
     from .models import emit_models_and_names
@@ -174,7 +219,9 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
     source = f"{version}/schema.json (sha256 {doc.sha256[:12]})"
     raw_models, defined = emit_models_and_names(norm)
     models = black_format(raw_models, f"{version} models")
-    methods = black_format(render("methods.py.jinja2", p=protocol, source=source), f"{version} methods")
+    methods = black_format(
+        render("methods.py.jinja2", p=protocol, source=source, ref=_own_models), f"{version} methods"
+    )
     init = black_format(render("version_init.py.jinja2", p=protocol), f"{version} __init__")
     return VersionBuild(
         version=version,
@@ -188,6 +235,107 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
         errors={e.name: e.code for e in protocol.errors},
+    )
+
+
+def _core_of(
+    schema_dir: Path, version: str, data_dir: Path, overlay: Overlay, *, fixes: bool
+) -> tuple[Normalized, Protocol]:
+    doc = load_schema(schema_dir, version)
+    if fixes:
+        doc, _ = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
+    norm = normalize(doc)
+    return norm, build_protocol(norm, overlay)
+
+
+def _extension_of(  # noqa: PLR0913 - the extension's file and pin, the core version, the data
+    path: Path, pin: ExtensionPin, schema_dir: Path, version: str, data_dir: Path, *, fixes: bool
+) -> tuple[ExtensionProtocol, Normalized, FixReport | None]:
+    """The IR of an extension schema file read on core `version` of `schema_dir`."""
+    overlay = load_overlay(data_dir)
+    core_norm, core = _core_of(schema_dir, version, data_dir, overlay, fixes=fixes)
+    doc = load_schema_file(path, version)
+    report = None
+    if fixes:
+        doc, report = apply_fixes(doc, load_rules(data_dir / "fixes.toml"))
+    norm = normalize(doc)
+    ext = build_extension(
+        norm, core_norm, core, overlay, ext_id=pin.id, release=pin.release, package=extension_module(pin)
+    )
+    return ext, norm, report
+
+
+def load_extension(  # noqa: PLR0913 - the extension, the core version, the folders
+    schema_dir: Path,
+    pin: ExtensionPin,
+    version: str,
+    data_dir: Path,
+    *,
+    path: Path | None = None,
+    fixes: bool = True,
+) -> ExtensionProtocol:
+    """The IR of a pinned extension (or of the schema file `path`, read as that extension) on core
+    `version`, without generating code: with the fix rules (`methods`) or without (`diff`)."""
+    check_version_string(version)
+    file = path or extension_file(schema_dir, pin)
+    if not file.is_file():
+        raise GenerationError(f"no schema for extension {pin.id} (expected {file}): run `mcpgen sync`", file=file)
+    return _extension_of(file, pin, schema_dir, version, data_dir, fixes=fixes)[0]
+
+
+def extension_versions(pin: ExtensionPin, versions: list[str], data_dir: Path) -> list[str]:
+    """Which of `versions` a pinned extension applies to (extensions.toml), oldest first."""
+    entry = load_overlay(data_dir).extension(pin.id)
+    if entry is None:
+        raise GenerationError(
+            f"extension {pin.id} is pinned but has no entry in {data_dir / 'extensions.toml'} "
+            "(the core versions it applies to, who sends its methods)"
+        )
+    return [v for v in sort_versions(list(dict.fromkeys(versions))) if entry.applies_to(v)]
+
+
+def _extension_ref(ext: ExtensionProtocol) -> Callable[[str, str], str]:
+    def ref(method: str, name: str) -> str:
+        return f"{ext.module_of(method, name)}.{name}"
+
+    return ref
+
+
+def build_extension_package(schema_dir: Path, pin: ExtensionPin, version: str, data_dir: Path) -> ExtensionBuild:
+    """Everything for one extension on one version, in memory (runs in a worker process)."""
+    from .models import HEADER, Reuse, emit_models_and_names
+
+    started = time.perf_counter()
+    path = extension_file(schema_dir, pin)
+    ext, norm, report = _extension_of(path, pin, schema_dir, version, data_dir, fixes=True)
+    label = extension_label(pin, version)
+    core_module = module_name(version)
+    source = f"extensions/{pin.name}/{pin.release}/schema.json (sha256 {ext.sha256[:12]})"
+    header = HEADER.format(
+        version=f"{version} with the extension {pin.id} ({pin.release})",
+        source=f"extensions/{pin.name}/{pin.release}/schema.json",
+        base="...",  # the tree's root, from ext_<name>/v<version>/
+    )
+    reuse = Reuse(f"...{core_module}.models", ext.reused) if ext.reused else None
+    raw_models, _ = emit_models_and_names(norm, header=header, reuse=reuse)
+    files = {
+        "__init__.py": black_format(render("ext_version_init.py.jinja2", x=ext), f"{label} __init__"),
+        "models.py": black_format(raw_models, f"{label} models"),
+        "methods.py": black_format(
+            render("ext_methods.py.jinja2", x=ext, source=source, core_module=core_module, ref=_extension_ref(ext)),
+            f"{label} methods",
+        ),
+    }
+    fix_lines = FixReport(pin.id, report.applications).lines() if report else []
+    return ExtensionBuild(
+        pin=pin,
+        version=version,
+        sha256=ext.sha256,
+        files=files,
+        fix_lines=fix_lines,
+        report=ext.report_lines(),
+        warnings=ext.warnings,
+        seconds=time.perf_counter() - started,
     )
 
 
@@ -240,8 +388,12 @@ def _read_manifest(out: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {"versions": {}}
-    return data if isinstance(data, dict) and isinstance(data.get("versions"), dict) else {"versions": {}}
+        return {"versions": {}, "extensions": {}}
+    if not (isinstance(data, dict) and isinstance(data.get("versions"), dict)):
+        return {"versions": {}, "extensions": {}}
+    if not isinstance(data.get("extensions"), dict):
+        data["extensions"] = {}
+    return data
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -280,6 +432,7 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     versions: list[str],
     data_dir: Path,
     *,
+    extensions: list[ExtensionPin] | None = None,
     prune: bool = False,
     force: bool = False,
     jobs: int | None = None,
@@ -287,31 +440,49 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     repin_hint: str = "mcpgen sync --update-pins",
     progress: Callable[[str], None] | None = None,
 ) -> GenerateReport:
-    """Generate `versions` from `schema_dir` into `out`.
+    """Generate `versions` from `schema_dir` into `out`, and every pinned extension of
+    `extensions` on each of those versions it applies to.
 
-    With `prune`, versions generated earlier but not listed now are removed (used when
-    generating every pinned version). Unchanged versions are skipped unless `force`. `pins`
-    (version -> sha256) refuses a schema file that differs from its pin, and a version it does
-    not pin; `None` checks nothing. `progress` is called with a line as work starts and as each
-    version is done.
+    With `prune`, versions (and extensions on versions) generated earlier but not asked for now
+    are removed (used when generating every pinned version). Unchanged packages are skipped
+    unless `force`. `pins` (version -> sha256) refuses a schema file that differs from its pin,
+    and a version it does not pin, and then extension files are checked against their pins too;
+    `None` checks nothing. `progress` is called with a line as work starts and as each package
+    is done. `repin_hint` may hold `{version}`, replaced by the version (or extension id) to re-pin,
+    and `{which}`, replaced by `--version` (or `--extension`).
 
-    Three stages: plan (which versions need building, refusing bad input before any work),
-    build (in this process or in worker processes), write (version packages, pruning, the
-    shared files, the manifest).
+    Three stages: plan (which packages need building, refusing bad input before any work),
+    build (in this process or in worker processes), write (packages, pruning, the shared files,
+    the manifest).
     """
     say = progress or (lambda line: None)
     started = time.perf_counter()
     options = _Options(prune=prune, force=force, jobs=jobs, pins=pins, repin_hint=repin_hint)
-    plan = _plan(schema_dir, out, versions, data_dir, options)
+    plan = _plan(schema_dir, out, versions, extensions or [], data_dir, options)
     builds = _build_all(schema_dir, data_dir, plan.todo, options.jobs, say)
     outcomes, entries = _write_versions(out, plan, builds)
-    removed = _prune(out, entries, keep=plan.versions) if options.prune else []
-    shared_entry, shared_changed = _write_shared(out, plan, entries, force=options.force)
-    _write_manifest(out, plan.fingerprint, shared_entry, entries)
-    return GenerateReport(out, outcomes, removed, time.perf_counter() - started, shared_changed)
+    ext_outcomes, ext_entries = _write_extensions(out, plan, builds)
+    removed = []
+    if options.prune:
+        removed = _prune(out, entries, keep=plan.versions) + _prune_extensions(out, ext_entries, keep=plan.extensions)
+    shared_entry, shared_changed = _write_shared(out, plan, entries, ext_entries, force=options.force)
+    _write_manifest(out, plan.fingerprint, shared_entry, entries, ext_entries)
+    return GenerateReport(out, outcomes + ext_outcomes, removed, time.perf_counter() - started, shared_changed)
 
 
 # -- plan ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One package to build: a version, or an extension (`pin`) on a version."""
+
+    version: str
+    pin: ExtensionPin | None = None
+
+    @property
+    def label(self) -> str:
+        return self.version if self.pin is None else extension_label(self.pin, self.version)
 
 
 @dataclass(frozen=True)
@@ -319,10 +490,11 @@ class _Plan:
     """What a run does, decided before any build starts."""
 
     versions: list[str]  # the requested versions, once each, in version order
+    extensions: list[tuple[ExtensionPin, str]]  # each pinned extension on each requested version it applies to
     fingerprint: str  # of the generator (see `generator_fingerprint`)
     manifest: dict[str, Any]  # as the output tree has it now
-    keys: dict[str, str]  # version -> key of its schema and the generator
-    todo: list[str]  # the versions to build: changed since the manifest, or all with `force`
+    keys: dict[_Job, str]  # package -> key of its schemas and the generator
+    todo: list[_Job]  # the packages to build: changed since the manifest, or all with `force`
 
 
 def _requested_versions(versions: list[str]) -> list[str]:
@@ -334,20 +506,14 @@ def _requested_versions(versions: list[str]) -> list[str]:
     return ordered
 
 
-def _pinned_schema_bytes(schema_path: Path, version: str, options: _Options) -> bytes:
-    """The schema file's bytes, refusing a missing file and, with pins, one that is not pinned
-    or differs from its pin."""
-    if not schema_path.is_file():
-        raise GenerationError(f"no schema for version {version} (expected {schema_path})", file=schema_path)
-    raw = schema_path.read_bytes()
-    if options.pins is None:
-        return raw
-    repin = options.repin_hint.replace("{version}", version)
-    pinned = options.pins.get(version)
+def _check_pin(raw: bytes, path: Path, label: str, pinned: str | None, options: _Options) -> None:
+    """Refuse, with pins, a file that is not pinned or differs from its pin."""
+    what = "version" if version_key(label) is not None else "extension"
+    repin = options.repin_hint.replace("{which}", f"--{what}").replace("{version}", label)
     if pinned is None:
         raise GenerationError(
-            f"version {version} is not pinned: pin it first with `{repin}`; --no-pin-check generates anyway",
-            file=schema_path,
+            f"{what} {label} is not pinned: pin it first with `{repin}`; --no-pin-check generates anyway",
+            file=path,
         )
     actual = hashlib.sha256(raw).hexdigest()
     if actual != pinned:
@@ -355,80 +521,135 @@ def _pinned_schema_bytes(schema_path: Path, version: str, options: _Options) -> 
             f"the schema file has sha256 {actual}, but it is pinned at {pinned}: "
             f"it changed since `mcpgen sync`. Sync again, or review it and re-pin it as it is with "
             f"`{repin}`; --no-pin-check generates anyway",
-            file=schema_path,
+            file=path,
         )
+
+
+def _pinned_schema_bytes(schema_path: Path, version: str, options: _Options) -> bytes:
+    """The schema file's bytes, refusing a missing file and, with pins, one that is not pinned
+    or differs from its pin."""
+    if not schema_path.is_file():
+        raise GenerationError(f"no schema for version {version} (expected {schema_path})", file=schema_path)
+    raw = schema_path.read_bytes()
+    if options.pins is not None:
+        _check_pin(raw, schema_path, version, options.pins.get(version), options)
     return raw
 
 
-def _plan(schema_dir: Path, out: Path, versions: list[str], data_dir: Path, options: _Options) -> _Plan:
-    """Key every requested version and list those whose files are missing, stale or forced.
+def _pinned_extension_bytes(schema_dir: Path, pin: ExtensionPin, options: _Options) -> bytes:
+    path = extension_file(schema_dir, pin)
+    if not path.is_file():
+        raise GenerationError(f"no schema for extension {pin.id} (expected {path}): run `mcpgen sync`", file=path)
+    raw = path.read_bytes()
+    if options.pins is not None:
+        _check_pin(raw, path, pin.id, pin.sha256 or None, options)
+    return raw
+
+
+def _plan(  # noqa: PLR0913 - the folders, what to build, how
+    schema_dir: Path,
+    out: Path,
+    versions: list[str],
+    extensions: list[ExtensionPin],
+    data_dir: Path,
+    options: _Options,
+) -> _Plan:
+    """Key every requested package and list those whose files are missing, stale or forced.
 
     Everything that can refuse the input (version strings, missing or unpinned schema files, a
-    file that is not a schema) is checked here, before any build starts."""
+    file that is not a schema, an extension without data) is checked here, before any build."""
     requested = _requested_versions(versions)
     fingerprint = generator_fingerprint(data_dir)
     manifest = _read_manifest(out)
-    keys: dict[str, str] = {}
-    todo: list[str] = []
+    keys: dict[_Job, str] = {}
+    todo: list[_Job] = []
+    core_raw: dict[str, bytes] = {}
     for v in requested:
         schema_path = schema_dir / v / "schema.json"
-        raw = _pinned_schema_bytes(schema_path, v, options)
-        keys[v] = hashlib.sha256(raw + fingerprint.encode()).hexdigest()
-        if options.force or not _up_to_date(out, manifest["versions"].get(v), keys[v]):
+        raw = core_raw[v] = _pinned_schema_bytes(schema_path, v, options)
+        job = _Job(v)
+        keys[job] = hashlib.sha256(raw + fingerprint.encode()).hexdigest()
+        if options.force or not _up_to_date(out, manifest["versions"].get(v), keys[job]):
             parse_schema_bytes(raw, schema_path)  # refuse what is not a schema before any work starts
-            todo.append(v)
-    return _Plan(requested, fingerprint, manifest, keys, todo)
+            todo.append(job)
+    planned: list[tuple[ExtensionPin, str]] = []
+    for pin in sorted(extensions, key=lambda e: e.id):
+        applies = extension_versions(pin, requested, data_dir)
+        if not applies:
+            continue
+        raw = _pinned_extension_bytes(schema_dir, pin, options)
+        for v in applies:
+            planned.append((pin, v))
+            job = _Job(v, pin)
+            identity = f"{pin.id}\0{pin.name}\0{pin.release}\0".encode()
+            keys[job] = hashlib.sha256(identity + raw + core_raw[v] + fingerprint.encode()).hexdigest()
+            entry = manifest["extensions"].get(pin.id, {}).get("versions", {}).get(v)
+            if options.force or not _up_to_date(out, entry, keys[job]):
+                parse_schema_bytes(raw, extension_file(schema_dir, pin))
+                todo.append(job)
+    return _Plan(requested, planned, fingerprint, manifest, keys, todo)
 
 
 # -- build --------------------------------------------------------------------------------
+
+Build = VersionBuild | ExtensionBuild
 
 
 def _worker_count(todo: int, jobs: int | None) -> int:
     return 1 if todo <= 1 or jobs == 1 else min(todo, jobs or os.cpu_count() or 1)
 
 
+def _build(schema_dir: Path, data_dir: Path, job: _Job) -> Build:
+    if job.pin is None:
+        return build_version(schema_dir, job.version, data_dir)
+    return build_extension_package(schema_dir, job.pin, job.version, data_dir)
+
+
 def _build_all(
-    schema_dir: Path, data_dir: Path, todo: list[str], jobs: int | None, say: Callable[[str], None]
-) -> dict[str, VersionBuild]:
-    """Build the `todo` versions, in this process or (several versions, `jobs` not 1) also in
-    worker processes; says each one as it is done."""
-    builds: dict[str, VersionBuild] = {}
+    schema_dir: Path, data_dir: Path, todo: list[_Job], jobs: int | None, say: Callable[[str], None]
+) -> dict[_Job, Build]:
+    """Build the `todo` packages, in this process or (several, `jobs` not 1) also in worker
+    processes; says each one as it is done."""
+    builds: dict[_Job, Build] = {}
     if not todo:
         return builds
 
-    def done(b: VersionBuild) -> None:
-        builds[b.version] = b
-        _announce(b, say)
+    def done(job: _Job, b: Build) -> None:
+        builds[job] = b
+        _announce(job, b, say)
 
     workers = _worker_count(len(todo), jobs)
-    say(f"generating {', '.join(todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
+    say(f"generating {', '.join(j.label for j in todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
     if workers == 1:
-        for v in todo:
-            done(build_version(schema_dir, v, data_dir))
+        for job in todo:
+            done(job, _build(schema_dir, data_dir, job))
     else:
         _build_in_pool(schema_dir, data_dir, todo, workers, done)
     return builds
 
 
 def _build_in_pool(
-    schema_dir: Path, data_dir: Path, todo: list[str], workers: int, done: Callable[[VersionBuild], None]
+    schema_dir: Path, data_dir: Path, todo: list[_Job], workers: int, done: Callable[[_Job, Build], None]
 ) -> None:
-    # This process builds one version itself and workers build the others. It warms the
+    # This process builds one package itself and workers build the others. It warms the
     # toolchain up first, so workers started by fork begin warm: the toolchain's start-up is
     # paid once, not once per process.
     _warm_up()
     first, rest = todo[0], todo[1:]
     with concurrent.futures.ProcessPoolExecutor(max_workers=min(len(rest), workers - 1)) as pool:
-        futures = [pool.submit(build_version, schema_dir, v, data_dir) for v in rest]
-        done(build_version(schema_dir, first, data_dir))
+        futures = {pool.submit(_build, schema_dir, data_dir, job): job for job in rest}
+        done(first, _build(schema_dir, data_dir, first))
         for fut in concurrent.futures.as_completed(futures):
-            done(fut.result())
+            done(futures[fut], fut.result())
 
 
-def _announce(b: VersionBuild, say: Callable[[str], None]) -> None:
-    say(f"{b.version}: generated in {b.seconds:.2f}s")
+def _announce(job: _Job, b: Build, say: Callable[[str], None]) -> None:
+    say(f"{job.label}: generated in {b.seconds:.2f}s")
     for line in b.fix_lines:
         say("  " + line)
+    if isinstance(b, ExtensionBuild):
+        for line in b.report:
+            say("  " + line)
     for warning in b.warnings:
         say("  warning: " + warning)
 
@@ -436,21 +657,20 @@ def _announce(b: VersionBuild, say: Callable[[str], None]) -> None:
 # -- write --------------------------------------------------------------------------------
 
 
-def _write_versions(
-    out: Path, plan: _Plan, builds: dict[str, VersionBuild]
-) -> tuple[list[VersionOutcome], dict[str, Any]]:
+def _write_versions(out: Path, plan: _Plan, builds: dict[_Job, Build]) -> tuple[list[VersionOutcome], dict[str, Any]]:
     """Write each built version's package; the outcome of every requested version, and the
     manifest's version entries updated for the built ones."""
     entries: dict[str, Any] = dict(plan.manifest["versions"])
     outcomes = []
     for v in plan.versions:
-        b = builds.get(v)
+        b = builds.get(_Job(v))
         if b is None:  # the report of the run that made these files still holds
             report = entries[v].get("report") or {}
             fixes, warnings = list(report.get("fixes", [])), list(report.get("warnings", []))
             outcomes.append(VersionOutcome(v, "unchanged", fixes, warnings))
         else:
-            entries[v] = _write_version(out, b, plan.keys[v])
+            assert isinstance(b, VersionBuild)
+            entries[v] = _write_version(out, b, plan.keys[_Job(v)])
             outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
     return outcomes, entries
 
@@ -474,6 +694,39 @@ def _write_version(out: Path, b: VersionBuild, key: str) -> dict[str, Any]:
     }
 
 
+def _write_extensions(out: Path, plan: _Plan, builds: dict[_Job, Build]) -> tuple[list[VersionOutcome], dict[str, Any]]:
+    """Like `_write_versions`, for every extension on every version it applies to; the manifest's
+    extension entries: id -> the extension's pin facts and `versions` (version -> entry)."""
+    entries: dict[str, Any] = {
+        k: {**v, "versions": dict(v.get("versions", {}))} for k, v in plan.manifest["extensions"].items()
+    }
+    outcomes = []
+    for pin, v in plan.extensions:
+        job = _Job(v, pin)
+        ext = entries.setdefault(pin.id, {"versions": {}})
+        ext.update({"name": pin.name, "release": pin.release, "module": extension_module(pin)})
+        b = builds.get(job)
+        if b is None:
+            report = ext["versions"][v].get("report") or {}
+            lines = [*report.get("fixes", []), *report.get("extension", [])]
+            outcomes.append(VersionOutcome(job.label, "unchanged", lines, list(report.get("warnings", []))))
+            continue
+        assert isinstance(b, ExtensionBuild)
+        pkg = f"{extension_module(pin)}/{module_name(v)}"
+        files = {f"{pkg}/{name}": text for name, text in b.files.items()}
+        for rel, text in files.items():
+            _write_if_changed(out / rel, text)
+        ext["sha256"] = b.sha256
+        ext["versions"][v] = {
+            "key": plan.keys[job],
+            "module": module_name(v),
+            "files": {rel: _sha(text) for rel, text in files.items()},
+            "report": {"fixes": b.fix_lines, "extension": b.report, "warnings": b.warnings},
+        }
+        outcomes.append(VersionOutcome(job.label, "generated", [*b.fix_lines, *b.report], b.warnings, b.seconds))
+    return outcomes, entries
+
+
 def _prune(out: Path, entries: dict[str, Any], *, keep: list[str]) -> list[str]:
     """Remove the packages (and manifest entries) of versions generated earlier but not kept."""
     removed = []
@@ -481,6 +734,27 @@ def _prune(out: Path, entries: dict[str, Any], *, keep: list[str]) -> list[str]:
         shutil.rmtree(out / entries[v].get("module", module_name(v)), ignore_errors=True)
         del entries[v]
         removed.append(v)
+    return removed
+
+
+def _prune_extensions(out: Path, entries: dict[str, Any], *, keep: list[tuple[ExtensionPin, str]]) -> list[str]:
+    """Remove the packages (and manifest entries) of extensions on versions generated earlier but
+    not kept; an extension left on no version goes as a whole."""
+    wanted = {(pin.id, v) for pin, v in keep}
+    removed = []
+    for ext_id in sorted(entries):
+        ext = entries[ext_id]
+        module = ext.get("module", "")
+        for v in sorted(ext["versions"]):
+            if (ext_id, v) not in wanted:
+                if module:
+                    shutil.rmtree(out / module / ext["versions"][v].get("module", module_name(v)), ignore_errors=True)
+                del ext["versions"][v]
+                removed.append(f"{ext_id} on {v}")
+        if not ext["versions"]:
+            if module:
+                shutil.rmtree(out / module, ignore_errors=True)
+            del entries[ext_id]
     return removed
 
 
@@ -500,13 +774,32 @@ def _shared_inputs(entries: dict[str, Any]) -> tuple[list[dict[str, Any]], list[
     return listing, names
 
 
+def _extension_listing(entries: dict[str, Any], versions: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each extension (by id) with the versions of the tree it was generated on, oldest first."""
+    listing = []
+    for ext_id in sorted(entries):
+        ext = entries[ext_id]
+        on = [v for v in sort_versions(list(ext["versions"])) if v in versions]
+        if on:
+            listing.append(
+                {
+                    "id": ext_id,
+                    "release": ext["release"],
+                    "module": ext["module"],
+                    "versions": [{"version": v, "module": ext["versions"][v]["module"]} for v in on],
+                }
+            )
+    return listing
+
+
 def _write_shared(
-    out: Path, plan: _Plan, entries: dict[str, Any], *, force: bool
+    out: Path, plan: _Plan, entries: dict[str, Any], ext_entries: dict[str, Any], *, force: bool
 ) -> tuple[dict[str, Any] | None, bool]:
-    """Write the files shared by every version when their inputs changed (or `force`); their
-    manifest entry, and whether they were written."""
+    """Write the files shared by every version (and each extension's package `__init__`) when
+    their inputs changed (or `force`); their manifest entry, and whether they were written."""
     listing, names = _shared_inputs(entries)
-    shared_input = json.dumps([listing, names], sort_keys=True)
+    extensions = _extension_listing(ext_entries, entries)
+    shared_input = json.dumps([listing, names, extensions], sort_keys=True)
     shared_key = hashlib.sha256((plan.fingerprint + shared_input).encode()).hexdigest()
     previous: dict[str, Any] | None = plan.manifest.get("shared")
     if not force and _up_to_date(out, previous, shared_key):
@@ -515,19 +808,28 @@ def _write_shared(
         "__init__.py": black_format(render("package_init.py.jinja2"), "package __init__"),
         "_base.py": black_format(render("base.py.jinja2"), "_base"),
         "_spec.py": black_format(render("spec.py.jinja2"), "_spec"),
-        "versions.py": black_format(render("versions.py.jinja2", versions=listing), "versions"),
+        "versions.py": black_format(render("versions.py.jinja2", versions=listing, extensions=extensions), "versions"),
         "py.typed": "",  # PEP 561: the tree is typed (a wheel of it, or of a package holding it)
         "types.py": black_format(render("types.py.jinja2", versions=listing, names=names), "types"),
     }
+    for e in extensions:
+        shared[f"{e['module']}/__init__.py"] = black_format(render("ext_init.py.jinja2", e=e), f"{e['id']} __init__")
     for rel, text in shared.items():
         _write_if_changed(out / rel, text)
     return {"key": shared_key, "files": {rel: _sha(text) for rel, text in shared.items()}}, True
 
 
-def _write_manifest(out: Path, fingerprint: str, shared_entry: dict[str, Any] | None, entries: dict[str, Any]) -> None:
+def _write_manifest(
+    out: Path,
+    fingerprint: str,
+    shared_entry: dict[str, Any] | None,
+    entries: dict[str, Any],
+    ext_entries: dict[str, Any],
+) -> None:
     manifest = {
         "generator": fingerprint,
         "shared": shared_entry,
         "versions": {v: entries[v] for v in sort_versions(list(entries))},
+        "extensions": {k: ext_entries[k] for k in sorted(ext_entries)},
     }
     _write_if_changed(out / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")

@@ -48,6 +48,8 @@ class Gate:
     param_default: str | None = None
     param_paths: tuple[tuple[str, str], ...] = ()
     param_requires: tuple[tuple[str, str], ...] = ()
+    # the capability path as keys when one has a dot in it (an extension id under `extensions`)
+    keys: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, str]:
         return {"side": self.side, "path": self.path}
@@ -69,6 +71,7 @@ class Method:
     # resultType tag -> result def, and the tag an absent resultType means
     result_tags: tuple[tuple[str, str], ...] = ()
     result_default_tag: str | None = None
+    name_param: str | None = None  # the params field the `Mcp-Name` header mirrors
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +84,7 @@ class Method:
             "may_require_input": self.may_require_input,
             "capability": self.capability.as_json() if self.capability else None,
             "deprecated": self.deprecated,
+            "name_param": self.name_param,
         }
 
 
@@ -116,6 +120,11 @@ class Protocol:
     defs: dict[str, DefInfo]
     errors: tuple[ErrorInfo, ...] = ()
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        """What diffs and reports call it."""
+        return self.version
 
     def methods_json(self) -> list[dict[str, Any]]:
         return [self.methods[m].as_json() for m in sorted(self.methods)]
@@ -440,6 +449,7 @@ def _method(method: str, found: _Occurrences, norm: Normalized, overlay: Overlay
         deprecation_reason=dep.reason if dep else None,
         result_tags=tuple(sorted(tags.items())),
         result_default_tag=default_tag,
+        name_param=overlay.name_param_for(method, version),
     )
 
 

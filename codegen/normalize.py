@@ -1,6 +1,12 @@
 """Reshape a (fixed) schema so every model the emitters need is a named def.
 
-- `allOf` of object schemas is merged into one object (later members win on conflicts).
+- `allOf` of object schemas is merged into one object (later members win on conflicts); an
+  `allOf` with one member that is a bare union (`anyOf`/`oneOf` and nothing else) is first
+  distributed over it: `allOf [A, anyOf [B, C]]` is `anyOf [allOf [A, B], allOf [A, C]]`.
+- An inline schema that is a copy of a def (an object with properties, or a union with an
+  object branch; equal to that def alone, descriptions inside it included, its own root
+  annotations aside) becomes a `$ref` to it, so a schema that inlines its defs (as zod exports
+  do) names its models once.
 - A def that is only a `$ref` to another def becomes a copy of its target, so it is a model
   of its own (`EmptyResult` is a result, not a wrapper around one).
 - Every inline object schema with properties is hoisted into a def named from its parent and
@@ -17,6 +23,7 @@ Nothing here knows a def name: the rules are about shapes only.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +95,7 @@ def normalize(doc: SchemaDocument) -> Normalized:
         raise GenerationError(exc.message, file=doc.file, pointer=exc.pointer) from None
     _copy_ref_aliases(defs)
     norm.any_json = _collapse_any_json(defs)
+    _refer_to_copied_defs(defs)
     _hoist_inline_objects(norm)
     _lift_require_any_of(norm)
     _add_discriminators(norm)
@@ -211,11 +219,45 @@ def _merge_objects(defs: dict[str, Any], members: list[Any]) -> dict[str, Any]:
     return merged
 
 
+def _union_member(defs: dict[str, Any], members: list[Any]) -> tuple[int, str] | None:
+    """The one `allOf` member that is a bare union (`anyOf`/`oneOf` with nothing but
+    annotations beside it), as (index, keyword); None when there is none or more than one."""
+    found = []
+    for i, member in enumerate(members):
+        part = _resolve(defs, member)
+        if not isinstance(part, dict):
+            continue
+        for key in ("anyOf", "oneOf"):
+            if isinstance(part.get(key), list) and set(part) - {key} <= _QUIET_KEYS | {"$schema", "type"}:
+                found.append((i, key))
+    return found[0] if len(found) == 1 else None
+
+
+def _distribute_all_of(defs: dict[str, Any], node: dict[str, Any]) -> bool:
+    """`allOf [A, anyOf [B, C], D]` -> `anyOf [allOf [A, B, D], allOf [A, C, D]]` (in place)."""
+    members = node["allOf"]
+    found = _union_member(defs, members)
+    if found is None:
+        return False
+    at, key = found
+    if "anyOf" in node or "oneOf" in node:
+        return False
+    branches = _resolve(defs, members[at])[key]
+    node.pop("allOf")
+    node[key] = [
+        {"allOf": [copy.deepcopy(m) if i != at else copy.deepcopy(branch) for i, m in enumerate(members)]}
+        for branch in branches
+    ]
+    return True
+
+
 def _merge_all_of_everywhere(defs: dict[str, Any]) -> None:
     def visit(node: Any) -> Any:
         if isinstance(node, dict):
             for key, sub in list(node.items()):
                 node[key] = visit_child(key, sub)
+            if isinstance(node.get("allOf"), list) and _distribute_all_of(defs, node):
+                return visit(node)
             if isinstance(node.get("allOf"), list):
                 members = node.pop("allOf")
                 merged = _merge_objects(defs, members)
@@ -310,6 +352,103 @@ def _collapse_any_json(defs: dict[str, Any]) -> list[str]:
     return found
 
 
+# -- inline copies of defs -----------------------------------------------------------------
+
+_ANNOTATIONS = ("description", "title", "$comment", "$schema", "examples")
+
+
+def _canonical(node: Any) -> Any:
+    """A schema without its annotations (descriptions, titles, ...), for comparing shapes.
+    Property names and values under data keywords (`const`, `enum`, `default`) are kept."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _ANNOTATIONS:
+                continue
+            if key in ("const", "enum", "default"):
+                out[key] = value
+            elif key in ("properties", *_MAP) and isinstance(value, dict):
+                out[key] = {k: _canonical(v) for k, v in value.items()}
+            else:
+                out[key] = _canonical(value)
+        return out
+    if isinstance(node, list):
+        return [_canonical(v) for v in node]
+    return node
+
+
+def canonical_json(node: Any) -> str:
+    """`_canonical` as sorted JSON text: two schemas of the same shape give the same text."""
+    return json.dumps(_canonical(node), sort_keys=True)
+
+
+def _copy_key(defs: dict[str, Any], node: dict[str, Any]) -> str:
+    """A schema as sorted JSON text, without the annotations of its root only (an inline copy of
+    a def may say what it is for, but everything inside it is the def's, descriptions included)
+    and without root keywords that constrain nothing: `additionalProperties: {}` (or `true`), and
+    `type: object` on a union whose every branch is an object (an `allOf` with an open object,
+    such as a JSON-RPC envelope's `params`, leaves both on a copy)."""
+    key = {k: v for k, v in node.items() if k not in _ANNOTATIONS}
+    if key.get("additionalProperties") in ({}, True):
+        del key["additionalProperties"]
+    branches = key.get("anyOf", key.get("oneOf"))
+    if key.get("type") == "object" and isinstance(branches, list):
+        if all(isinstance(b, dict) and _resolve(defs, b).get("type") == "object" for b in branches):
+            del key["type"]
+    return json.dumps(key, sort_keys=True)
+
+
+def _is_model_shape(node: Any) -> bool:
+    """An object with properties, or a union with such an object among its inline branches."""
+    if is_object_schema(node):
+        return True
+    if isinstance(node, dict) and "$ref" not in node:
+        for key in ("anyOf", "oneOf"):
+            if isinstance(node.get(key), list) and any(is_object_schema(b) for b in node[key]):
+                return True
+    return False
+
+
+def _refer_to_copied_defs(defs: dict[str, Any]) -> None:
+    """Replace every inline copy of a def (see the module docstring) with a `$ref` to it."""
+    by_shape: dict[str, list[str]] = {}
+    for name, node in defs.items():
+        if _is_model_shape(node):
+            by_shape.setdefault(_copy_key(defs, node), []).append(name)
+    if not by_shape:
+        return
+
+    def visit(node: Any, owner: str) -> Any:
+        if isinstance(node, dict):
+            if _is_model_shape(node):
+                names = by_shape.get(_copy_key(defs, node), [])
+                if len(names) == 1 and names[0] != owner:
+                    ref = make_ref(names[0])
+                    return {**ref, "description": node["description"]} if "description" in node else ref
+            for key in list(node):
+                sub = node[key]
+                if key in ("properties", *_MAP) and isinstance(sub, dict):
+                    node[key] = {k: visit(v, owner) for k, v in sub.items()}
+                elif key in (*_ONE, "items") and isinstance(sub, dict):
+                    node[key] = visit(sub, owner)
+                elif key in _LIST and isinstance(sub, list):
+                    node[key] = [visit(v, owner) for v in sub]
+        return node
+
+    for name in list(defs):
+        node = defs[name]
+        if not isinstance(node, dict):
+            continue
+        for key in list(node):  # the def's own root is never replaced, only what is inside it
+            sub = node[key]
+            if key in ("properties", *_MAP) and isinstance(sub, dict):
+                node[key] = {k: visit(v, name) for k, v in sub.items()}
+            elif key in (*_ONE, "items") and isinstance(sub, dict):
+                node[key] = visit(sub, name)
+            elif key in _LIST and isinstance(sub, list):
+                node[key] = [visit(v, name) for v in sub]
+
+
 # -- ref aliases ---------------------------------------------------------------------------
 
 
@@ -333,9 +472,16 @@ def _branch_name(branch: Any, index: int, siblings: list[Any]) -> str:
     a number only when nothing tells the branches apart."""
     if isinstance(branch, dict):
         required = branch.get("required", [])
-        for pname, pschema in sorted((branch.get("properties") or {}).items()):
-            if isinstance(pschema, dict) and isinstance(pschema.get("const"), str) and pname in required:
-                return pascal(pschema["const"])
+        tags = [
+            (pname, pschema["const"])
+            for pname, pschema in sorted((branch.get("properties") or {}).items())
+            if isinstance(pschema, dict) and isinstance(pschema.get("const"), str) and pname in required
+        ]
+        for pname, tag in tags:  # a tag the siblings do not share names the branch best
+            if not any(_const_of(other, pname) == tag for other in siblings if other is not branch):
+                return pascal(tag)
+        if tags:
+            return pascal(tags[0][1])
         if isinstance(branch.get("title"), str):
             return pascal(branch["title"])
         others: set[str] = set()
@@ -346,6 +492,11 @@ def _branch_name(branch: Any, index: int, siblings: list[Any]) -> str:
         if own:
             return "With" + pascal(own[0])
     return f"Option{index + 1}"
+
+
+def _const_of(node: Any, pname: str) -> Any:
+    schema = (node.get("properties") or {}).get(pname) if isinstance(node, dict) else None
+    return schema.get("const") if isinstance(schema, dict) else None
 
 
 def _hoist_inline_objects(norm: Normalized) -> None:

@@ -6,7 +6,7 @@ files) and `<project>/generated` (the generated tree), and can be set in the pro
 `pyproject.toml`:
 
     [tool.mcpgen]
-    schema-dir = "schema"          # versions.toml and <version>/schema.json
+    schema-dir = "schema"          # versions.toml, <version>/schema.json, extensions/<name>/<release>/schema.json
     out = "src/myapp/mcp"          # the generated package
     data-dir = "mcpgen-data"       # own fix rules and table data (default: the ones mcpgen ships)
 
@@ -14,7 +14,8 @@ Paths in the table are relative to the `pyproject.toml` that holds them. A comma
 beats `$MCPGEN_SCHEMA_DIR`, which beats the table, which beats the defaults.
 
 The generator's data files (`fixes.toml`, `roles.toml`, `gates.toml`, `deprecations.toml`,
-`results.toml`) and the pins a release knows (`versions.toml`) ship inside mcpgen as the
+`results.toml`, `headers.toml`, `extensions.toml`) and the pins a release knows (`versions.toml`,
+versions and extensions) ship inside mcpgen as the
 `mcpgen.schema` package; a data folder of the user's (`--data-dir`, `data-dir`, or a schema
 folder that has its own `fixes.toml`) replaces them as a whole.
 """

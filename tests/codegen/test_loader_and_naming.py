@@ -121,3 +121,74 @@ def test_discriminators_any_json_and_require_any_of(schema_dir: Path, data_dir: 
     norm = normalize(fixed)
     assert norm.any_json == ["JSONValue"]
     assert norm.require_any_of == {"InputRequiredResult": [["inputRequests"], ["requestState"]]}
+
+
+def _normalized(tmp_path: Path, defs: dict[str, object]) -> dict[str, object]:
+    write(tmp_path, "2030-01-01", json.dumps({"$defs": defs}))
+    return normalize(load_schema(tmp_path, "2030-01-01")).doc.defs
+
+
+STATUS = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+
+
+def _tagged(tag: str, extra: dict[str, object] | None = None) -> dict[str, object]:
+    props = {
+        "id": {"type": "string"},
+        "state": {"type": "string", "const": tag},
+        "kind": {"const": "same", "type": "string"},
+    }
+    return {"type": "object", "properties": {**props, **(extra or {})}, "required": ["id", "state", "kind"]}
+
+
+def test_all_of_with_one_union_is_distributed_over_it(tmp_path: Path) -> None:
+    defs = _normalized(
+        tmp_path,
+        {
+            "Base": {"type": "object", "properties": {"_meta": {"type": "object"}}},
+            "Either": {
+                "allOf": [
+                    {"$ref": "#/$defs/Base"},
+                    {"anyOf": [_tagged("on"), _tagged("off", {"why": {"type": "string"}})]},
+                    {"type": "object", "properties": {"extra": {"type": "integer"}}},
+                ]
+            },
+        },
+    )
+    either = defs["Either"]
+    assert isinstance(either, dict) and "allOf" not in either
+    branches = [b["$ref"] for b in either["anyOf"]]
+    assert branches == ["#/$defs/EitherOn", "#/$defs/EitherOff"], "named by the tag that tells them apart"
+    assert either["discriminator"]["propertyName"] == "state"
+    for name in ("EitherOn", "EitherOff"):
+        branch = defs[name]
+        assert isinstance(branch, dict)
+        assert {"_meta", "id", "state", "kind", "extra"} <= set(branch["properties"]), "every member merged in"
+
+
+def test_an_inline_copy_of_a_def_refers_to_it(tmp_path: Path) -> None:
+    defs = _normalized(
+        tmp_path,
+        {
+            "Status": STATUS,
+            "Holder": {
+                "type": "object",
+                "properties": {
+                    "copy": {**STATUS, "description": "what it is for"},  # its own annotations may differ
+                    "near": {**STATUS, "properties": {"id": {"type": "string", "description": "other"}}},
+                },
+            },
+        },
+    )
+    holder = defs["Holder"]
+    assert isinstance(holder, dict)
+    assert holder["properties"]["copy"] == {"$ref": "#/$defs/Status", "description": "what it is for"}
+    assert holder["properties"]["near"] == {"$ref": "#/$defs/HolderNear"}, "not a copy: an object of its own"
+
+
+def test_an_inline_copy_of_two_alike_defs_is_not_guessed(tmp_path: Path) -> None:
+    defs = _normalized(
+        tmp_path,
+        {"A": STATUS, "B": STATUS, "Holder": {"type": "object", "properties": {"x": STATUS}}},
+    )
+    holder = defs["Holder"]
+    assert isinstance(holder, dict) and holder["properties"]["x"] == {"$ref": "#/$defs/HolderX"}

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from mcpgen.codegen import cli as cli_module
 from mcpgen.codegen.cli import main
 from mcpgen.codegen.project import PACKAGED_DATA
-from mcpgen.codegen.sync import read_pins
+from mcpgen.codegen.sync import extension_file, read_extension_pins, read_pins
 
 VERSIONS = ("2025-11-25", "2026-07-28")
 
@@ -57,15 +57,21 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("MCPGEN_SCHEMA_DIR", raising=False)
     monkeypatch.delenv("MCPGEN_SCHEMA_SOURCE", raising=False)
     monkeypatch.delenv("MCPGEN_RAW_BASE", raising=False)
+    monkeypatch.delenv("MCPGEN_EXT_SOURCE", raising=False)
     return root
 
 
 @pytest.fixture
 def source(tmp_path: Path, schema_dir: Path) -> Path:
-    """A schema source folder laid out as <version>/schema.json."""
+    """A schema source folder laid out as <version>/schema.json, with the pinned extensions under
+    extensions/<name>/<release>/schema.json (a synced schema folder has this layout)."""
     for version in VERSIONS:
         (tmp_path / "source" / version).mkdir(parents=True)
         shutil.copy(schema_dir / version / "schema.json", tmp_path / "source" / version / "schema.json")
+    for pin in read_extension_pins(PACKAGED_DATA):
+        target = tmp_path / "source" / extension_file(Path(), pin)
+        target.parent.mkdir(parents=True)
+        shutil.copy(extension_file(schema_dir, pin), target)
     return tmp_path / "source"
 
 
@@ -178,6 +184,10 @@ def raw_server(tmp_path: Path, schema_dir: Path) -> Iterator[str]:
         target = root / owner_repo / pin.commit / pin.path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(schema_dir / pin.version / "schema.json", target)
+    for ext in read_extension_pins(PACKAGED_DATA):
+        target = root / ext.repo.split("/", 1)[1] / ext.commit / ext.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(extension_file(schema_dir, ext), target)
     handler = functools.partial(_Quiet, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -198,6 +208,10 @@ def test_sync_without_source_fetches_each_pin_at_its_commit(project: Path, raw_s
         pinned = next(p for p in read_pins(PACKAGED_DATA) if p.version == version)
         data = (project / "schema" / version / "schema.json").read_bytes()
         assert hashlib.sha256(data).hexdigest() == pinned.sha256
+    for ext in read_extension_pins(PACKAGED_DATA):
+        assert f"{ext.id}: copied" in out
+        data = extension_file(project / "schema", ext).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == ext.sha256
 
 
 def test_sync_without_source_names_a_missing_file(project: Path, raw_server: str) -> None:

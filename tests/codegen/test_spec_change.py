@@ -59,6 +59,7 @@ def test_methods_report_exactly_the_change(future_dirs: tuple[Path, Path], schem
         "may_require_input": False,
         "capability": None,
         "deprecated": False,
+        "name_param": None,
     }
     for method in set(before) & set(after):
         assert before[method] == after[method], method

@@ -121,6 +121,9 @@ def test_every_readme_block_runs(project: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     source = (REPO / ".schema-source").read_text().strip() if (REPO / ".schema-source").is_file() else None
     env.setdefault("MCPGEN_SCHEMA_SOURCE", source or str(REPO.parent / "shared" / "mcp-schema"))
+    ext_source = (REPO / ".ext-source").read_text().strip() if (REPO / ".ext-source").is_file() else None
+    if ext_source:  # the pinned extensions' source, as .ci/setup found it (else the schema source's extensions/)
+        env.setdefault("MCPGEN_EXT_SOURCE", ext_source)
     namespace: dict[str, Any] = {"__name__": "__readme__"}
     servers: list[subprocess.Popen[bytes]] = []
     ran = 0

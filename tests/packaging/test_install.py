@@ -33,6 +33,16 @@ def schema_source() -> Path:
     return path
 
 
+def extension_files() -> list[str]:
+    """The files of every extension package in this checkout's generated tree (as the manifest lists them)."""
+    manifest = json.loads((REPO / "generated" / "manifest.json").read_text())
+    files = [f"{ext['module']}/__init__.py" for ext in manifest["extensions"].values()]
+    for ext in manifest["extensions"].values():
+        for entry in ext["versions"].values():
+            files.extend(entry["files"])
+    return sorted(files)
+
+
 def clean_clone(target: Path) -> Path:
     listing = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -103,8 +113,25 @@ from mcpgen.generated.v2026_07_28 import models
 
 server = Server("demo", "1.0")
 result: CallToolResult = models.CallToolResult(content=[models.TextContent(type="text", text="hi")])
-print(json.dumps({"supported": list(versions.SUPPORTED), "dump": json.loads(result.model_dump_json())}))
+extensions = {
+    ext_id: {v: sorted(versions.extension(ext_id, v).methods) for v in on} for ext_id, on in versions.EXTENSIONS.items()
+}
+print(
+    json.dumps(
+        {"supported": list(versions.SUPPORTED), "dump": json.loads(result.model_dump_json()), "extensions": extensions}
+    )
+)
 """
+
+
+def pinned_extensions() -> dict[str, dict[str, list[str]]]:
+    """Each pinned extension, the versions it is generated on and its methods, from this checkout's tree."""
+    from mcpgen.generated import versions
+
+    return {
+        ext_id: {v: sorted(versions.extension(ext_id, v).methods) for v in on}
+        for ext_id, on in versions.EXTENSIONS.items()
+    }
 
 
 def check_runtime_install(bin_dir: Path, project: Path) -> None:
@@ -118,9 +145,12 @@ def check_runtime_install(bin_dir: Path, project: Path) -> None:
         for line in (REPO / "schema" / "versions.toml").read_text().splitlines()
         if line.startswith("version = ")
     ]
+    extensions = pinned_extensions()
+    assert extensions, "this checkout pins an extension"
     assert json.loads(run.stdout) == {
         "supported": pinned,
         "dump": {"content": [{"type": "text", "text": "hi"}]},
+        "extensions": extensions,
     }
     mcpgen = str(bin_dir / "mcpgen")
     version = subprocess.run([mcpgen, "--version"], capture_output=True, text=True, check=True)
@@ -141,6 +171,13 @@ def check_runtime_install(bin_dir: Path, project: Path) -> None:
         [mcpgen, "methods", "2026-07-28", "--json"], cwd=project, capture_output=True, text=True, check=False
     )
     assert methods.returncode == 0 and '"tools/call"' in methods.stdout, methods.stderr
+    for ext_id, on in extensions.items():  # synced from the same folder (its extensions/), read without the toolchain
+        ext_methods = subprocess.run(
+            [mcpgen, "methods", ext_id, "--json"], cwd=project, capture_output=True, text=True, check=False
+        )
+        assert ext_methods.returncode == 0, ext_methods.stderr
+        record = json.loads(ext_methods.stdout)
+        assert [r["method"] for r in record["methods"]] == on[record["version"]]
     diff = subprocess.run(
         [mcpgen, "diff", "2025-11-25", "2026-07-28", "--exit-code"],
         cwd=project,
@@ -164,6 +201,8 @@ def test_sdist_carries_the_tree_and_no_schema_text(dist: Path) -> None:
     root = sdist.name.removesuffix(".tar.gz")
     for rel in ("generated/versions.py", "generated/types.py", "generated/py.typed", "generated/v2026_07_28/models.py"):
         assert f"{root}/{rel}" in names, rel
+    for rel in extension_files():
+        assert f"{root}/generated/{rel}" in names, rel
     assert f"{root}/build_backend/mcpgen_build.py" in names
     assert not [n for n in names if n.endswith("schema.json")], "no upstream schema text is shipped"
 
@@ -189,6 +228,8 @@ def test_wheel_contents_and_dependencies(dist: Path) -> None:
         "mcpgen/runtime/py.typed",
         "mcpgen/codegen/py.typed",
     } <= names
+    shipped = {f"mcpgen/generated/{rel}" for rel in extension_files()}
+    assert shipped and shipped <= names, shipped - names
     assert not [n for n in names if n.endswith("schema.json")], "no upstream schema text is shipped"
     runtime = {f"mcpgen/runtime/{p.relative_to(REPO / 'runtime').as_posix()}" for p in (REPO / "runtime").rglob("*.py")}
     assert runtime <= names, f"runtime modules missing from the wheel: {sorted(runtime - names)}"
