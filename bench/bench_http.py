@@ -386,7 +386,9 @@ def single_worker(options: Options) -> dict[str, Any]:
         "notes": [
             f"each case: wrk -t1 -cN -d{options.seconds:g}s -s bench/wrk/mcp.lua URL -- ERA TOOL [SESSIONS...] after a"
             f" {options.warm_up:g} s warm-up run; CPU/call = server user+system time (from /proc) / calls",
-            "servers: " + "; ".join(shown(*server_command(s, a, 0, None)) for s in options.stacks[:1] for a in APPS),
+            "servers: python -m uvicorn --factory --app-dir bench/servers apps:{empty|mcpgen_app|official_sse|"
+            "official_json} --host 127.0.0.1 --port PORT --http {h11|httptools} --loop {asyncio|uvloop} --no-access-log"
+            " --log-level warning",
             "handshake era: one session per connection, opened before the runs; the calls carry them in turn",
             CELLS,
         ],
@@ -436,7 +438,8 @@ def multi_worker(options: Options) -> dict[str, Any]:
         "notes": [
             "handshake-era sessions live in one process, so only the modern era runs on several workers",
             "servers: "
-            + "; ".join(shown(*server_command(options.stacks[0], a, 0, m)) for m in options.multi for a in ("mcpgen",)),
+            + "; ".join(f"{m}: {shown(*server_command(options.stacks[0], 'mcpgen', 0, m))}" for m in options.multi)
+            + " (the others: --app-dir bench/servers apps:FACTORY)",
             "CPU/call counts the supervisor and both workers",
             CELLS,
         ],

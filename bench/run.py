@@ -43,7 +43,10 @@ def run_once(name: str, args: list[str]) -> list[dict[str, Any]]:
     started = time.time()
     print(f"$ python bench/{script.name} {' '.join(args)}".rstrip(), flush=True)
     subprocess.run([sys.executable, str(script), *args], cwd=ROOT, env=child_env(), check=True)
-    written = [p for p in RESULTS.glob("*.json") if p.stat().st_mtime >= started]
+    return read_tables([p for p in RESULTS.glob("*.json") if p.stat().st_mtime >= started], script.name, args)
+
+
+def read_tables(written: list[Path], script: str, args: list[str]) -> list[dict[str, Any]]:
     tables = []
     for path in sorted(written):
         document = json.loads(path.read_text())
@@ -57,7 +60,7 @@ def run_once(name: str, args: list[str]) -> list[dict[str, Any]]:
                     "keys": [next(iter(rows[0]))],
                     "columns": list(rows[0]),
                     "rows": rows,
-                    "command": " ".join(["python", f"bench/{script.name}", *args]),
+                    "command": " ".join(["python", f"bench/{script}", *args]),
                 }
             )
     return tables
@@ -144,6 +147,9 @@ def main() -> None:
     parser.add_argument("benchmarks", nargs="*", default=DEFAULT)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=RESULTS / "report.md")
+    parser.add_argument(
+        "--saved", action="append", default=[], metavar="FILE", help="also report a result file saved before"
+    )
     options = parser.parse_args()
     plan = [shlex.split(b) for b in options.benchmarks]
     start = machine()
@@ -154,6 +160,8 @@ def main() -> None:
                 continue
             print(f"-- run {run + 1}/{options.runs}: {name}", flush=True)
             collected[" ".join([name, *args])].append(run_once(name, args))
+    for saved in options.saved:
+        collected[saved] = [read_tables([Path(saved)], Path(saved).stem, [])]
     results = {name: merge_tables(runs) for name, runs in collected.items()}
     text = report(results, options.runs, start)
     options.out.parent.mkdir(parents=True, exist_ok=True)
