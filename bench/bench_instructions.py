@@ -8,7 +8,7 @@ warm-up, and the difference divided by N is the cost of one call (client and ser
 whatever its library does to run it (the official SDK hands it to a worker thread; the table says
 where each ran).
 
-    python bench/bench_instructions.py [--calls 300] [--jobs 1]
+    python bench/bench_instructions.py [--calls 300] [--jobs 1] [--eras handshake,modern] [--tools sync,async]
 """
 
 from __future__ import annotations
@@ -57,6 +57,15 @@ def instructions(side: str, mode: str, kind: str, calls: int) -> tuple[int, str]
     return int(found.group(1).replace(",", "")), done.stdout.strip()
 
 
+def prime(side: str, mode: str) -> None:
+    """Run the driver once outside valgrind, so both counted runs find the same compiled bytecode
+    (a first run that compiles and caches it would count the compiling)."""
+    driver = DRIVER.format(here=str(HERE), warm_up=WARM_UP)
+    subprocess.run(
+        [sys.executable, "-c", driver, side, mode, "sync", "0"], capture_output=True, check=True, env=child_env()
+    )
+
+
 def per_call(case: tuple[str, str, str], calls: int) -> tuple[int, str]:
     side, mode, kind = case
     total, where = instructions(side, mode, kind, calls)
@@ -64,15 +73,19 @@ def per_call(case: tuple[str, str, str], calls: int) -> tuple[int, str]:
     return (total - base) // calls, where
 
 
-def main(calls: int, jobs: int) -> None:
+def main(calls: int, jobs: int, eras: list[str], kinds: list[str]) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (Debian: apt-get install valgrind)")
-    cases = [(side, mode, kind) for mode in ERAS.values() for kind in KINDS for side in SIDES]
+    chosen = {era: mode for era, mode in ERAS.items() if era.split()[0] in eras}
+    cases = [(side, mode, kind) for mode in chosen.values() for kind in kinds for side in SIDES]
+    for side in SIDES:
+        for mode in chosen.values():
+            prime(side, mode)
     with ThreadPoolExecutor(jobs) as pool:
         counted = dict(zip(cases, pool.map(lambda case: per_call(case, calls), cases), strict=True))
     rows = []
-    for era, mode in ERAS.items():
-        for kind in KINDS:
+    for era, mode in chosen.items():
+        for kind in kinds:
             ours, ours_where = counted["mcpgen", mode, kind]
             theirs, theirs_where = counted["official", mode, kind]
             rows.append(
@@ -104,5 +117,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=1, help="cases run at once (counts do not depend on it)")
+    parser.add_argument("--eras", default="handshake,modern")
+    parser.add_argument("--tools", default=",".join(KINDS))
     options = parser.parse_args()
-    main(options.calls, options.jobs)
+    main(options.calls, options.jobs, options.eras.split(","), options.tools.split(","))
