@@ -18,7 +18,7 @@ calls/s (wrk's count over its run) and the server's CPU time per call (user + sy
 process and its children, from /proc, over the same run), and each rate as a share of the empty
 app's rate in the same case.
 
-Several workers (`--multi`): modern era, 50 connections, two ways of starting 2 workers:
+Several workers (`--multi`): modern era, 50 connections (and 1), two ways of starting 2 workers:
 - `uvicorn`: the README's recipe, `uvicorn --workers 2 --factory ...` (mcpgen through its
   `app_factory`); on asyncio its listening socket gets no TCP_NODELAY on accepted connections;
 - `bound`: `servers/multi.py`, the same uvicorn supervisor on a socket bound with IPPROTO_TCP.
@@ -26,7 +26,8 @@ Several workers (`--multi`): modern era, 50 connections, two ways of starting 2 
 Memory: resident memory growth of the server per idle handshake-era session (h11 stack, httpx).
 
     python bench/bench_http.py [--seconds 5] [--stacks h11,httptools] [--apps empty,mcpgen,official,official_json]
-        [--configs modern:1,modern:50,handshake:1,handshake:50] [--tools sync,async] [--no-multi] [--no-memory]
+        [--configs modern:1,modern:50,handshake:1,handshake:50] [--tools sync,async]
+        [--multi uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
 """
 
 from __future__ import annotations
@@ -306,6 +307,7 @@ class Options:
     configs: list[tuple[str, int]]
     tools: list[str]
     multi: list[str]
+    multi_connections: list[int]
     memory: bool
 
 
@@ -339,6 +341,17 @@ def where_label(tool: str, where: dict[str, str]) -> str:
     return "; ".join(sorted({f"{LIBRARY[app]}: {place}" for app, place in where.items()}))
 
 
+def compare(row: dict[str, str], got: dict[str, Load], empty: Load | None) -> None:
+    """Add each app's cells to `row`: its load, its share of the empty app's rate, mcpgen's ratios."""
+    row["empty app"] = cell(empty) if empty else ""
+    for app, load in got.items():
+        row[APP_LABEL[app]] = cell(load)
+        row[f"{APP_LABEL[app]} % of empty"] = share(load, empty)
+    for app in ("official", "official_json"):
+        if app in got:
+            row[f"mcpgen / {APP_LABEL[app]}"] = ratio(got.get("mcpgen"), got[app])
+
+
 def single_worker(options: Options) -> dict[str, Any]:
     loads: dict[tuple[str, str, str, int, str], Load] = {}
     where: dict[str, str] = {}
@@ -364,14 +377,8 @@ def single_worker(options: Options) -> dict[str, Any]:
                     "connections": str(connections),
                     "tool": tool,
                     "where the tool ran": where_label(tool, {a: where[a] for a in got}),
-                    "empty app": cell(empty) if empty else "",
                 }
-                for app, load in got.items():
-                    row[APP_LABEL[app]] = cell(load)
-                    row[f"{APP_LABEL[app]} % of empty"] = share(load, empty)
-                for app in ("official", "official_json"):
-                    if app in got:
-                        row[f"mcpgen / {APP_LABEL[app]}"] = ratio(got.get("mcpgen"), got[app])
+                compare(row, got, empty)
                 row["command"] = command(
                     "--stacks", stack, "--configs", f"{era}:{connections}", "--tools", tool, "--no-multi", "--no-memory"
                 )
@@ -399,44 +406,43 @@ def multi_worker(options: Options) -> dict[str, Any]:
     rows = []
     for stack in options.stacks:
         for launcher in options.multi:
-            loads: dict[tuple[str, str], Load] = {}
+            loads: dict[tuple[str, int, str], Load] = {}
             where: dict[str, str] = {}
             for app in options.apps:
                 with serving(stack, app, launcher) as served:
                     print(f"{STACK_LABEL[stack]}, {WORKERS} workers ({launcher}): {APP_LABEL[app]}", flush=True)
                     if app != "empty":
                         where[app] = runs_on(served.url)
-                    for tool in ["-"] if app == "empty" else options.tools:
-                        case = Case("modern", 50, "sync" if tool == "-" else tool)
-                        loads[app, tool] = measure(served, app, case, options)
-            for tool in options.tools:
-                empty = loads.get(("empty", "-"))
-                got = {app: loads[app, tool] for app in options.apps if app != "empty"}
-                row = {
-                    "stack": STACK_LABEL[stack],
-                    "workers": f"{WORKERS}: {LAUNCHER_LABEL[launcher]}",
-                    "tool": tool,
-                    "where the tool ran": where_label(tool, {a: where[a] for a in got}),
-                    "empty app": cell(empty) if empty else "",
-                }
-                for app, load in got.items():
-                    row[APP_LABEL[app]] = cell(load)
-                    row[f"{APP_LABEL[app]} % of empty"] = share(load, empty)
-                for app in ("official", "official_json"):
-                    if app in got:
-                        row[f"mcpgen / {APP_LABEL[app]}"] = ratio(got.get("mcpgen"), got[app])
-                row["command"] = command(
-                    "--stacks", stack, "--multi", launcher, "--tools", tool, "--configs", "none", "--no-memory"
-                )
-                rows.append(row)
+                    for connections in options.multi_connections:
+                        for tool in ["-"] if app == "empty" else options.tools:
+                            case = Case("modern", connections, "sync" if tool == "-" else tool)
+                            loads[app, connections, tool] = measure(served, app, case, options)
+            for connections in options.multi_connections:
+                for tool in options.tools:
+                    empty = loads.get(("empty", connections, "-"))
+                    got = {app: loads[app, connections, tool] for app in options.apps if app != "empty"}
+                    row = {
+                        "stack": STACK_LABEL[stack],
+                        "workers": f"{WORKERS}: {LAUNCHER_LABEL[launcher]}",
+                        "connections": str(connections),
+                        "tool": tool,
+                        "where the tool ran": where_label(tool, {a: where[a] for a in got}),
+                    }
+                    compare(row, got, empty)
+                    row["command"] = command(
+                        "--stacks", stack, "--multi", launcher, "--multi-connections", str(connections),
+                        "--tools", tool, "--configs", "none", "--no-memory",
+                    )  # fmt: skip
+                    rows.append(row)
     return {
-        "title": f"Streamable HTTP server under wrk, {WORKERS} workers, modern era, 50 connections",
-        "keys": ["stack", "workers", "tool"],
+        "title": f"Streamable HTTP server under wrk, {WORKERS} workers, modern era",
+        "keys": ["stack", "workers", "connections", "tool"],
         "columns": [c for c in rows[0] if c != "command"],
         "rows": rows,
         "command": command(),
         "notes": [
-            "handshake-era sessions live in one process, so only the modern era runs on several workers",
+            "handshake-era sessions live in one process, so only the modern era runs on several workers;"
+            " 1 connection shows a response that waits for the client's delayed ACK (some 40 ms) at its plainest",
             "servers: "
             + "; ".join(f"{m}: {shown(*server_command(options.stacks[0], 'mcpgen', 0, m))}" for m in options.multi)
             + " (the others: --app-dir bench/servers apps:FACTORY)",
@@ -479,6 +485,7 @@ def parse(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--tools", default="sync,async")
     parser.add_argument("--multi", default="uvicorn,bound", help="ways to start several workers (uvicorn, bound)")
+    parser.add_argument("--multi-connections", default="50,1", help="connections for the runs on several workers")
     parser.add_argument("--no-multi", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args(argv)
@@ -497,6 +504,7 @@ def parse(argv: list[str] | None = None) -> Options:
         configs=configs,
         tools=[t for t in args.tools.split(",") if t],
         multi=[] if args.no_multi else [m for m in args.multi.split(",") if m],
+        multi_connections=[int(n) for n in args.multi_connections.split(",") if n],
         memory=not args.no_memory,
     )
 

@@ -22,19 +22,23 @@ from typing import Any
 
 import anyio
 from _cases import ARGS, ERAS, KINDS, TOOL_NAMES, runs_on
-from _util import child_env, command, save_tables
+from _util import RESULTS, child_env, command, save_tables
 
 HERE = Path(__file__).resolve().parent
+LOGS = RESULTS / "logs"
 
 
 @contextmanager
 def official_server(*options: str) -> Iterator[str]:
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / "servers" / "official_http_peer.py"), *options],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=child_env(),
-    )
+    LOGS.mkdir(parents=True, exist_ok=True)
+    with (LOGS / "http_client-peer.log").open("ab") as log:  # its session messages, kept out of the tables
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "servers" / "official_http_peer.py"), *options],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=child_env(),
+        )
     try:
         assert process.stdout is not None
         yield f"http://127.0.0.1:{int(process.stdout.readline())}/mcp"
