@@ -1,40 +1,152 @@
-"""Streamable HTTP: `tools/call` round trips per second and memory per idle handshake-era session,
-mcpgen's server against the official SDK's, both under uvicorn (same settings), same run.
+"""Streamable HTTP servers under load: mcpgen's against the official SDK's, and both against an
+empty ASGI app on the same stack, driven by `wrk` (a native load generator, so the driver is never
+the bottleneck).
 
-One driver (httpx, one keep-alive connection, sequential requests) speaks to both servers, so
-the numbers compare the servers: modern era = self-contained POSTs with `_meta` and the routing
-headers; handshake era = one session (initialize, then calls carrying `Mcp-Session-Id`). Both
-servers run at once and the measurement rounds alternate between them, so a busy machine slows
-both alike; the rate is the best round, and the server's CPU time per call (from /proc) is the
-least of the rounds, which other load on the machine hardly moves. Memory: the growth of the
-server process's resident set over `SESSIONS` idle sessions (initialized, nothing open), per
-session.
+Every server runs under the uvicorn command line with the same flags (`--factory`, no access log,
+log level warning) on one stack: `--http h11 --loop asyncio` and, where httptools and uvloop are
+installed, `--http httptools --loop uvloop`. The apps (`servers/apps.py`): the empty app (reads
+the request, answers a fixed JSON-RPC result: the ceiling of the stack), mcpgen's `http_app()`,
+the official `streamable_http_app()` with its defaults (SSE answers) and with `json_response=True`.
+Each mcp server has a sync tool (`def add`) and an async tool (`async def add_async`); the table
+says where each library ran the sync one.
+
+wrk (`wrk/mcp.lua`) sends `tools/call` POSTs, each with its own JSON-RPC id, over 1 or 50 keep-alive
+connections, and checks every answer (a 200 with a result). Modern era: self-contained POSTs with
+`_meta` and the routing headers. Handshake era: one session per connection, opened beforehand
+(initialize, notifications/initialized); the calls carry the session ids in turn. For each case:
+calls/s (wrk's count over its run) and the server's CPU time per call (user + system of the server
+process and its children, from /proc, over the same run), and each rate as a share of the empty
+app's rate in the same case.
+
+Several workers (`--multi`): modern era, 50 connections (and 1), two ways of starting 2 workers:
+- `uvicorn`: the README's recipe, `uvicorn --workers 2 --factory ...` (mcpgen through its
+  `app_factory`); on asyncio its listening socket gets no TCP_NODELAY on accepted connections;
+- `bound`: `servers/multi.py`, the same uvicorn supervisor on a socket bound with IPPROTO_TCP.
+
+Memory: resident memory growth of the server per idle handshake-era session (h11 stack, httpx).
+
+    python bench/bench_http.py [--seconds 5] [--stacks h11,httptools] [--apps empty,mcpgen,official,official_json]
+        [--configs modern:1,modern:50,handshake:1,handshake:50] [--tools sync,async]
+        [--multi uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import importlib.util
 import json
 import os
-import selectors
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-from _util import save, table
+from _util import RESULTS, ROOT, child_env, command, save_tables
 
 HERE = Path(__file__).resolve().parent
-CALLS = 1000
-ROUNDS = 5
-SESSIONS = 300
-SERVERS = {"mcpgen": HERE / "servers" / "ours_http.py", "official": HERE / "servers" / "official_http.py"}
-HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+LUA = HERE / "wrk" / "mcp.lua"
+LOGS = RESULTS / "logs"
+SERVERS = "bench/servers"
 V25, V26 = "2025-11-25", "2026-07-28"
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+TOOLS = {"sync": "add", "async": "add_async"}
+
+STACKS = {"h11": ("h11", "asyncio"), "httptools": ("httptools", "uvloop")}
+STACK_LABEL = {"h11": "uvicorn h11 + asyncio", "httptools": "uvicorn httptools + uvloop"}
+APPS = {
+    "empty": "apps:empty",
+    "mcpgen": "apps:mcpgen_app",
+    "official": "apps:official_sse",
+    "official_json": "apps:official_json",
+}
+APP_LABEL = {"empty": "empty app", "mcpgen": "mcpgen", "official": "official SSE", "official_json": "official JSON"}
+LIBRARY = {"mcpgen": "mcpgen", "official": "official", "official_json": "official"}
+MCPGEN_FACTORY = "mcpgen.runtime.server.http.workers:app_factory"
+MCPGEN_SERVER = f"{SERVERS}/apps.py:ours_server"
+LAUNCHER_LABEL = {
+    "uvicorn": "uvicorn --workers 2 (its own socket)",
+    "bound": "servers/multi.py: same supervisor, socket bound with IPPROTO_TCP",
+}
+WORKERS = 2
+CELLS = (
+    "cells: calls/s, server CPU per call; % of empty: the rate as a share of the empty app's in the same case;"
+    " official SSE: the official server's defaults; official JSON: json_response=True"
+)
+MEMORY_SESSIONS = 300
+
+
+# -- wrk -------------------------------------------------------------------------------------------
+
+
+def ensure_wrk() -> str:
+    """The path of `wrk`, installed with apt-get (as root) when missing."""
+    found = shutil.which("wrk")
+    if found:
+        return found
+    if shutil.which("apt-get") and os.geteuid() == 0:
+        print("installing wrk: apt-get install -y wrk", flush=True)
+        if subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=False).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], check=True)
+            subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], check=True)
+        found = shutil.which("wrk")
+    if not found:
+        raise SystemExit("needs wrk: apt-get install wrk (Debian/Ubuntu), brew install wrk (macOS)")
+    return found
+
+
+@dataclass
+class Load:
+    requests: int
+    seconds: float
+    bad: int
+    cpu: float  # server CPU seconds over the run
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds
+
+    @property
+    def cpu_us(self) -> float:
+        return self.cpu / max(self.requests, 1) * 1e6
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Case:
+    era: str  # "modern" or "handshake"
+    connections: int
+    tool: str  # "sync" or "async"
+
+
+def wrk(served: Served, case: Case, sessions: list[str], seconds: int) -> Load:
+    args = [ensure_wrk(), "-t1", f"-c{case.connections}", f"-d{seconds}s", "--timeout", "10s", "-s", str(LUA)]
+    cpu = tree_cpu_seconds(served.pid)
+    done = subprocess.run(
+        [*args, served.url, "--", case.era, TOOLS[case.tool], *sessions], capture_output=True, text=True, check=True
+    )
+    cpu = tree_cpu_seconds(served.pid) - cpu
+    line = next((x for x in done.stdout.splitlines() if x.startswith("mcpbench ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk said: {done.stdout}{done.stderr}")
+    requests, bad, micros, errors = (int(x) for x in line.split()[1:])
+    return Load(requests, micros / 1e6, bad + errors, cpu)
+
+
+# -- the server process ----------------------------------------------------------------------------
 
 
 def free_port() -> int:
@@ -44,32 +156,79 @@ def free_port() -> int:
         return port
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and all its descendants (workers), from /proc."""
+    total = 0.0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+    return total
+
+
+def server_command(stack: str, app: str, port: int, launcher: str | None) -> tuple[list[str], dict[str, str]]:
+    """The command line that serves `app` on `stack` (one worker, or `WORKERS` with `launcher`)."""
+    http, loop = STACKS[stack]
+    env: dict[str, str] = {}
+    target = APPS[app]
+    if launcher is not None and app == "mcpgen":  # the README's scale-out recipe: mcpgen's own factory
+        target, env = MCPGEN_FACTORY, {"MCPGEN_SERVER": MCPGEN_SERVER}
+    if launcher == "bound":
+        cmd = [sys.executable, f"{SERVERS}/multi.py", target, "--workers", str(WORKERS), "--port", str(port),
+               "--http", http, "--loop", loop, "--app-dir", SERVERS]  # fmt: skip
+        return cmd, env
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "--app-dir", SERVERS, target, "--host", "127.0.0.1",
+           "--port", str(port), "--http", http, "--loop", loop, "--no-access-log",
+           "--log-level", "warning"]  # fmt: skip
+    if launcher == "uvicorn":
+        cmd += ["--workers", str(WORKERS)]
+    return cmd, env
+
+
+def shown(cmd: list[str], env: dict[str, str]) -> str:
+    words = ["python" if word == sys.executable else word for word in cmd]
+    return " ".join([*(f"{k}={v}" for k, v in env.items()), *words]).replace(" --port 0", "")
+
+
 @contextmanager
-def serving(script: Path) -> Iterator[tuple[str, int]]:
-    """The server script under uvicorn on a free port, once it says it runs: (URL, pid)."""
+def serving(stack: str, app: str, launcher: str | None = None) -> Iterator[Served]:
+    """`app` served on `stack`, once it accepts connections."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0
-    )
-    assert proc.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(proc.stdout, selectors.EVENT_READ)
+    cmd, env = server_command(stack, app, port, launcher)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / f"{stack}-{app}-{launcher or 'single'}.log"
+    with log.open("wb") as output:  # the server's own output, kept out of the tables
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=child_env(**env), stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}/mcp"
     try:
+        deadline = time.monotonic() + 120
         while True:
-            if not selector.select(60):
-                raise TimeoutError(f"{script.name} did not start")
-            line = proc.stdout.readline().decode()
-            if not line:
-                raise RuntimeError(f"{script.name} exited")
-            if "Uvicorn running on" in line:
-                break
-        selector.close()
-        # Keep reading its output so a chatty server never blocks on a full pipe.
-        subprocess.Popen(["cat"], stdin=proc.stdout, stdout=subprocess.DEVNULL)
-        yield f"http://127.0.0.1:{port}/mcp", proc.pid
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {shown(cmd, env)}\n{log.read_text()[-3000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"server did not start: {shown(cmd, env)}") from None
+                time.sleep(0.1)
+        yield Served(url, proc.pid)
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# -- JSON-RPC over httpx (set-up only: sessions, `where`, memory) ----------------------------------
 
 
 def body(id: int, method: str, params: dict[str, Any]) -> bytes:
@@ -80,52 +239,43 @@ def result_of(response: httpx.Response) -> Any:
     """The JSON-RPC result of a JSON or SSE response."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         for line in response.text.splitlines():
-            if line.startswith("data: ") and '"result"' in line:
-                return json.loads(line[6:])["result"]
+            if line.startswith("data:") and '"result"' in line:
+                return json.loads(line[5:])["result"]
         raise AssertionError(f"no result in {response.text!r}")
     return response.json()["result"]
 
 
-def open_session(http: httpx.Client, url: str) -> dict[str, str]:
+def open_session(http: httpx.Client, url: str) -> str:
     init = {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
     opened = http.post(url, content=body(0, "initialize", init), headers=HEADERS)
-    headers = {**HEADERS, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": V25}
+    opened.raise_for_status()
+    session = opened.headers["mcp-session-id"]
+    headers = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": V25}
     http.post(url, content=b'{"jsonrpc":"2.0","method":"notifications/initialized"}', headers=headers)
-    return headers
+    return session
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+def open_sessions(url: str, n: int) -> list[str]:
+    with httpx.Client(timeout=30) as http:
+        return [open_session(http, url) for _ in range(n)]
 
 
-class Driver:
-    """A keep-alive client of one server and era, ready to send `tools/call`."""
-
-    def __init__(self, url: str, pid: int, era: str) -> None:
-        self.url, self.pid = url, pid
-        self.http = httpx.Client(timeout=30)
-        if era == V26:
-            meta = {"io.modelcontextprotocol/protocolVersion": V26, "io.modelcontextprotocol/clientCapabilities": {}}
-            self.params: dict[str, Any] = {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": meta}
-            self.headers = {**HEADERS, "mcp-protocol-version": V26, "mcp-method": "tools/call", "mcp-name": "add"}
-        else:
-            self.params = {"name": "add", "arguments": {"a": 1, "b": 2}}
-            self.headers = open_session(self.http, url)
-        for i in range(100):  # warm up
-            assert "3" in json.dumps(result_of(self.call(i)))
-
-    def call(self, i: int) -> httpx.Response:
-        return self.http.post(self.url, content=body(i, "tools/call", self.params), headers=self.headers)
-
-    def round(self) -> tuple[float, float]:
-        """(calls per second, server CPU seconds per call) over CALLS calls."""
-        cpu = cpu_seconds(self.pid)
-        start = time.perf_counter()
-        for i in range(CALLS):
-            self.call(i)
-        elapsed = time.perf_counter() - start
-        return CALLS / elapsed, (cpu_seconds(self.pid) - cpu) / CALLS
+def runs_on(url: str) -> str:
+    """Where the server's library runs a sync tool (its `where` tool, a modern-era call)."""
+    meta = {"io.modelcontextprotocol/protocolVersion": V26, "io.modelcontextprotocol/clientCapabilities": {}}
+    params = {"name": "where", "arguments": {}, "_meta": meta}
+    headers = {**HEADERS, "mcp-protocol-version": V26, "mcp-method": "tools/call", "mcp-name": "where"}
+    deadline = time.monotonic() + 60
+    while True:  # several workers: the first answer may come before every worker is up
+        try:
+            result = result_of(httpx.post(url, content=body(1, "tools/call", params), headers=headers, timeout=30))
+            break
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    structured = result.get("structuredContent")
+    return str(structured["result"] if structured else result["content"][0]["text"])
 
 
 def rss_kib(pid: int) -> int:
@@ -140,52 +290,237 @@ def kib_per_session(url: str, pid: int) -> float:
         for _ in range(20):  # warm up: code paths and caches
             open_session(http, url)
         before = rss_kib(pid)
-        for _ in range(SESSIONS):
+        for _ in range(MEMORY_SESSIONS):
             open_session(http, url)
-        return (rss_kib(pid) - before) / SESSIONS
+        return (rss_kib(pid) - before) / MEMORY_SESSIONS
+
+
+# -- measuring -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Options:
+    seconds: int
+    warm_up: int
+    stacks: list[str]
+    apps: list[str]
+    configs: list[tuple[str, int]]
+    tools: list[str]
+    multi: list[str]
+    multi_connections: list[int]
+    memory: bool
+
+
+def measure(served: Served, app: str, case: Case, options: Options) -> Load:
+    sessions = open_sessions(served.url, case.connections) if case.era == "handshake" else []
+    wrk(served, case, sessions, options.warm_up)
+    load = wrk(served, case, sessions, options.seconds)
+    what = f"{app} {case.era}:{case.connections} {case.tool if app != 'empty' else ''}"
+    print(f"  {what}: {load.rate:,.0f}/s, {load.cpu_us:,.0f} us CPU, {load.bad} bad", flush=True)
+    return load
+
+
+def cell(load: Load) -> str:
+    bad = f" [{load.bad:,} bad]" if load.bad else ""
+    return f"{load.rate:,.0f}/s, {load.cpu_us:,.0f} us{bad}"
+
+
+def share(load: Load, empty: Load | None) -> str:
+    return f"{load.rate / empty.rate * 100:.0f}%" if empty else ""
+
+
+def ratio(ours: Load | None, theirs: Load | None) -> str:
+    if ours is None or theirs is None:
+        return ""
+    return f"{ours.rate / theirs.rate:.2f}x rate, {theirs.cpu_us / ours.cpu_us:.2f}x less CPU"
+
+
+def where_label(tool: str, where: dict[str, str]) -> str:
+    if tool == "async":
+        return "async def on the event loop (both)"
+    return "; ".join(sorted({f"{LIBRARY[app]}: {place}" for app, place in where.items()}))
+
+
+def compare(row: dict[str, str], got: dict[str, Load], empty: Load | None) -> None:
+    """Add each app's cells to `row`: its load, its share of the empty app's rate, mcpgen's ratios."""
+    row["empty app"] = cell(empty) if empty else ""
+    for app, load in got.items():
+        row[APP_LABEL[app]] = cell(load)
+        row[f"{APP_LABEL[app]} % of empty"] = share(load, empty)
+    for app in ("official", "official_json"):
+        if app in got:
+            row[f"mcpgen / {APP_LABEL[app]}"] = ratio(got.get("mcpgen"), got[app])
+
+
+def single_worker(options: Options) -> dict[str, Any]:
+    loads: dict[tuple[str, str, str, int, str], Load] = {}
+    where: dict[str, str] = {}
+    for stack in options.stacks:
+        for app in options.apps:
+            with serving(stack, app) as served:
+                print(f"{STACK_LABEL[stack]}: {APP_LABEL[app]}", flush=True)
+                if app != "empty":
+                    where[app] = runs_on(served.url)
+                for era, connections in options.configs:
+                    for tool in ["-"] if app == "empty" else options.tools:
+                        case = Case(era, connections, "sync" if tool == "-" else tool)
+                        loads[stack, app, era, connections, tool] = measure(served, app, case, options)
+    rows = []
+    for stack in options.stacks:
+        for era, connections in options.configs:
+            for tool in options.tools:
+                empty = loads.get((stack, "empty", era, connections, "-"))
+                got = {app: loads[stack, app, era, connections, tool] for app in options.apps if app != "empty"}
+                row = {
+                    "stack": STACK_LABEL[stack],
+                    "era": era,
+                    "connections": str(connections),
+                    "tool": tool,
+                    "where the tool ran": where_label(tool, {a: where[a] for a in got}),
+                }
+                compare(row, got, empty)
+                row["command"] = command(
+                    "--stacks", stack, "--configs", f"{era}:{connections}", "--tools", tool, "--no-multi", "--no-memory"
+                )
+                rows.append(row)
+    columns = list(rows[0])
+    return {
+        "title": "Streamable HTTP server under wrk, one worker",
+        "keys": ["stack", "era", "connections", "tool"],
+        "columns": [c for c in columns if c != "command"],
+        "rows": rows,
+        "command": command(),
+        "notes": [
+            f"each case: wrk -t1 -cN -d{options.seconds:g}s -s bench/wrk/mcp.lua URL -- ERA TOOL [SESSIONS...] after a"
+            f" {options.warm_up:g} s warm-up run; CPU/call = server user+system time (from /proc) / calls",
+            "servers: python -m uvicorn --factory --app-dir bench/servers apps:{empty|mcpgen_app|official_sse|"
+            "official_json} --host 127.0.0.1 --port PORT --http {h11|httptools} --loop {asyncio|uvloop} --no-access-log"
+            " --log-level warning",
+            "handshake era: one session per connection, opened before the runs; the calls carry them in turn",
+            CELLS,
+        ],
+    }
+
+
+def multi_worker(options: Options) -> dict[str, Any]:
+    rows = []
+    for stack in options.stacks:
+        for launcher in options.multi:
+            loads: dict[tuple[str, int, str], Load] = {}
+            where: dict[str, str] = {}
+            for app in options.apps:
+                with serving(stack, app, launcher) as served:
+                    print(f"{STACK_LABEL[stack]}, {WORKERS} workers ({launcher}): {APP_LABEL[app]}", flush=True)
+                    if app != "empty":
+                        where[app] = runs_on(served.url)
+                    for connections in options.multi_connections:
+                        for tool in ["-"] if app == "empty" else options.tools:
+                            case = Case("modern", connections, "sync" if tool == "-" else tool)
+                            loads[app, connections, tool] = measure(served, app, case, options)
+            for connections in options.multi_connections:
+                for tool in options.tools:
+                    empty = loads.get(("empty", connections, "-"))
+                    got = {app: loads[app, connections, tool] for app in options.apps if app != "empty"}
+                    row = {
+                        "stack": STACK_LABEL[stack],
+                        "workers": f"{WORKERS}: {LAUNCHER_LABEL[launcher]}",
+                        "connections": str(connections),
+                        "tool": tool,
+                        "where the tool ran": where_label(tool, {a: where[a] for a in got}),
+                    }
+                    compare(row, got, empty)
+                    row["command"] = command(
+                        "--stacks", stack, "--multi", launcher, "--multi-connections", str(connections),
+                        "--tools", tool, "--configs", "none", "--no-memory",
+                    )  # fmt: skip
+                    rows.append(row)
+    return {
+        "title": f"Streamable HTTP server under wrk, {WORKERS} workers, modern era",
+        "keys": ["stack", "workers", "connections", "tool"],
+        "columns": [c for c in rows[0] if c != "command"],
+        "rows": rows,
+        "command": command(),
+        "notes": [
+            "handshake-era sessions live in one process, so only the modern era runs on several workers;"
+            " 1 connection shows a response that waits for the client's delayed ACK (some 40 ms) at its plainest",
+            "servers: "
+            + "; ".join(f"{m}: {shown(*server_command(options.stacks[0], 'mcpgen', 0, m))}" for m in options.multi)
+            + " (the others: --app-dir bench/servers apps:FACTORY)",
+            "CPU/call counts the supervisor and both workers",
+            CELLS,
+        ],
+    }
+
+
+def memory() -> dict[str, Any]:
+    kib = {}
+    for app in ("mcpgen", "official"):
+        with serving("h11", app) as served:
+            kib[app] = kib_per_session(served.url, served.pid)
+    return {
+        "title": f"Streamable HTTP server: resident memory per idle handshake-era session ({MEMORY_SESSIONS})",
+        "keys": ["measure"],
+        "columns": ["measure", "mcpgen", "official", "ratio"],
+        "rows": [
+            {
+                "measure": "RSS growth per idle session",
+                "mcpgen": f"{kib['mcpgen']:.1f} KiB",
+                "official": f"{kib['official']:.1f} KiB",
+                "ratio": f"{kib['official'] / kib['mcpgen']:.2f}x less",
+            }
+        ],
+        "command": command("--configs", "none", "--no-multi"),
+        "notes": ["initialize + notifications/initialized per session, nothing open; h11 stack; one httpx client"],
+    }
+
+
+def parse(argv: list[str] | None = None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--seconds", type=int, default=5, help="length of each measured wrk run (whole seconds)")
+    parser.add_argument("--warm-up", type=int, default=1, help="length of the wrk run before each measurement")
+    parser.add_argument("--stacks", default="h11,httptools", help="h11 and/or httptools (skipped when not installed)")
+    parser.add_argument("--apps", default=",".join(APPS))
+    parser.add_argument(
+        "--configs", default="modern:1,modern:50,handshake:1,handshake:50", help="ERA:CONNECTIONS,... or none"
+    )
+    parser.add_argument("--tools", default="sync,async")
+    parser.add_argument("--multi", default="uvicorn,bound", help="ways to start several workers (uvicorn, bound)")
+    parser.add_argument("--multi-connections", default="50,1", help="connections for the runs on several workers")
+    parser.add_argument("--no-multi", action="store_true")
+    parser.add_argument("--no-memory", action="store_true")
+    args = parser.parse_args(argv)
+    stacks = [s for s in args.stacks.split(",") if s]
+    for stack in list(stacks):
+        if stack == "httptools" and not all(importlib.util.find_spec(m) for m in ("httptools", "uvloop")):
+            print("httptools + uvloop not installed (pip install httptools uvloop): h11 stack only", flush=True)
+            stacks.remove(stack)
+    chosen = [c for c in args.configs.split(",") if c and c != "none"]
+    configs = [(era, int(n)) for era, n in (c.split(":") for c in chosen)]
+    return Options(
+        seconds=args.seconds,
+        warm_up=args.warm_up,
+        stacks=stacks,
+        apps=[a for a in args.apps.split(",") if a],
+        configs=configs,
+        tools=[t for t in args.tools.split(",") if t],
+        multi=[] if args.no_multi else [m for m in args.multi.split(",") if m],
+        multi_connections=[int(n) for n in args.multi_connections.split(",") if n],
+        memory=not args.no_memory,
+    )
 
 
 def main() -> None:
-    rates: dict[tuple[str, str], float] = {}
-    cpu: dict[tuple[str, str], float] = {}
-    memory: dict[str, float] = {}
-    with serving(SERVERS["mcpgen"]) as ours, serving(SERVERS["official"]) as theirs:
-        servers = {"mcpgen": ours, "official": theirs}
-        for era in (V26, V25):
-            drivers = {name: Driver(url, pid, era) for name, (url, pid) in servers.items()}
-            for _ in range(ROUNDS):
-                for name, driver in drivers.items():
-                    rate, per_call = driver.round()
-                    rates[name, era] = max(rates.get((name, era), 0.0), rate)
-                    cpu[name, era] = min(cpu.get((name, era), float("inf")), per_call)
-            for driver in drivers.values():
-                driver.http.close()
-        for name, (url, pid) in servers.items():
-            memory[name] = kib_per_session(url, pid)
-    rows = []
-    for era, label in ((V26, "modern (2026-07-28)"), (V25, "handshake (2025-11-25)")):
-        ours_rate, theirs_rate = rates["mcpgen", era], rates["official", era]
-        rows.append(
-            {
-                "measure": f"tools/call, {label}",
-                "mcpgen": f"{ours_rate:,.0f}/s ({cpu['mcpgen', era] * 1e6:,.0f} us CPU)",
-                "official": f"{theirs_rate:,.0f}/s ({cpu['official', era] * 1e6:,.0f} us CPU)",
-                "ratio": f"{ours_rate / theirs_rate:.2f}x ({cpu['official', era] / cpu['mcpgen', era]:.2f}x CPU)",
-            }
-        )
-    ours_mem, theirs_mem = memory["mcpgen"], memory["official"]
-    rows.append(
-        {
-            "measure": f"memory per idle session ({SESSIONS})",
-            "mcpgen": f"{ours_mem:.1f} KiB",
-            "official": f"{theirs_mem:.1f} KiB",
-            "ratio": f"{theirs_mem / ours_mem:.2f}x less",
-        }
-    )
-    save("http", rows)
-    print(table(rows, ["measure", "mcpgen", "official", "ratio"]))
+    options = parse()
+    ensure_wrk()
+    tables = []
+    if options.configs:
+        tables.append(single_worker(options))
+    if options.multi:
+        tables.append(multi_worker(options))
+    if options.memory:
+        tables.append(memory())
+    save_tables("http", tables)
 
 
 if __name__ == "__main__":
-    os.chdir(HERE.parent)
     main()

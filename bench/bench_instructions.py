@@ -1,10 +1,14 @@
-"""CPU instructions per `tools/call` round trip, in memory, mcpgen against the official SDK.
+"""CPU instructions per `tools/call` round trip, in memory, mcpgen against the official SDK, with a
+sync tool (`def`) and an async tool (`async def`) on both sides.
 
 Timings on a shared machine move by tens of percent between runs; instruction counts do not.
 Each case runs under `valgrind --tool=callgrind` twice, with 0 and with N calls after the same
-warm-up, and the difference divided by N is the cost of one call (client and server together).
+warm-up, and the difference divided by N is the cost of one call (client and server together,
+`Client(server)` in one process, as `bench_roundtrip.py` runs them). A sync tool's cost includes
+whatever its library does to run it (the official SDK hands it to a worker thread; the table says
+where each ran).
 
-    python bench/bench_instructions.py [--calls 400]
+    python bench/bench_instructions.py [--calls 300] [--jobs 1] [--eras handshake,modern] [--tools sync,async]
 """
 
 from __future__ import annotations
@@ -14,75 +18,106 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from _util import save, table
+from _cases import ERAS, KINDS, SIDES, kind_label
+from _util import child_env, command, save_tables
 
 HERE = Path(__file__).resolve().parent
-ERA_MODE = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
+WARM_UP = 50
 
 DRIVER = """
 import sys
 import anyio
 sys.path.insert(0, {here!r})
-import bench_roundtrip as b
+from _cases import ARGS, TOOL_NAMES, connect, runs_on
 
-async def ours(mode, n):
-    from mcpgen.runtime import Client, Server
-    server = Server("bench", logging=False)
-    server.add_tool(b._typed_add, name="add")
-    async with Client(server, mode=mode) as client:
-        for _ in range(50 + n):
-            await client.call_tool("add", {{"a": 1, "b": 2}})
+async def main(side, mode, kind, n):
+    async with connect(side, "memory", mode) as client:
+        print(await runs_on(client))
+        for _ in range({warm_up} + n):
+            await client.call_tool(TOOL_NAMES[kind], ARGS)
 
-async def official(mode, n):
-    from mcp import Client
-    from mcp.server.mcpserver import MCPServer
-    server = MCPServer("bench")
-    server.tool()(b._typed_add)
-    async with Client(server, mode=mode) as client:
-        for _ in range(50 + n):
-            await client.call_tool("_typed_add", {{"a": 1, "b": 2}})
-
-anyio.run({{"ours": ours, "official": official}}[sys.argv[1]], sys.argv[2], int(sys.argv[3]))
+anyio.run(main, sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
 """
 
 
-def instructions(who: str, mode: str, calls: int) -> int:
+def instructions(side: str, mode: str, kind: str, calls: int) -> tuple[int, str]:
+    """(instructions of the whole run, where the server ran a sync tool)."""
+    driver = DRIVER.format(here=str(HERE), warm_up=WARM_UP)
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
-         DRIVER.format(here=str(HERE)), who, mode, str(calls)],
-        capture_output=True, text=True, check=True,
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", driver,
+         side, mode, kind, str(calls)],
+        capture_output=True, text=True, check=True, env=child_env(),
     )  # fmt: skip
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
     assert found, done.stderr[-2000:]
-    return int(found.group(1).replace(",", ""))
+    return int(found.group(1).replace(",", "")), done.stdout.strip()
 
 
-def per_call(who: str, mode: str, calls: int) -> int:
-    return (instructions(who, mode, calls) - instructions(who, mode, 0)) // calls
+def prime(side: str, mode: str) -> None:
+    """Run the driver once outside valgrind, so both counted runs find the same compiled bytecode
+    (a first run that compiles and caches it would count the compiling)."""
+    driver = DRIVER.format(here=str(HERE), warm_up=WARM_UP)
+    subprocess.run(
+        [sys.executable, "-c", driver, side, mode, "sync", "0"], capture_output=True, check=True, env=child_env()
+    )
 
 
-def main(calls: int) -> None:
+def per_call(case: tuple[str, str, str], calls: int) -> tuple[int, str]:
+    side, mode, kind = case
+    total, where = instructions(side, mode, kind, calls)
+    base, _ = instructions(side, mode, kind, 0)
+    return (total - base) // calls, where
+
+
+def main(calls: int, jobs: int, eras: list[str], kinds: list[str]) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (Debian: apt-get install valgrind)")
+    chosen = {era: mode for era, mode in ERAS.items() if era.split()[0] in eras}
+    cases = [(side, mode, kind) for mode in chosen.values() for kind in kinds for side in SIDES]
+    for side in SIDES:
+        for mode in chosen.values():
+            prime(side, mode)
+    with ThreadPoolExecutor(jobs) as pool:
+        counted = dict(zip(cases, pool.map(lambda case: per_call(case, calls), cases), strict=True))
     rows = []
-    for era, mode in ERA_MODE.items():
-        ours, theirs = per_call("ours", mode, calls), per_call("official", mode, calls)
-        rows.append(
-            {
-                "era": era,
-                "mcpgen instructions/call": f"{ours:,}",
-                "official instructions/call": f"{theirs:,}",
-                "ratio": f"{theirs / ours:.2f}x fewer",
-            }
-        )
-        print(rows[-1], flush=True)
-    save("instructions", rows)
-    print(table(rows, ["era", "mcpgen instructions/call", "official instructions/call", "ratio"]))
+    for era, mode in chosen.items():
+        for kind in kinds:
+            ours, ours_where = counted["mcpgen", mode, kind]
+            theirs, theirs_where = counted["official", mode, kind]
+            rows.append(
+                {
+                    "era": era,
+                    "tool": kind,
+                    "where the tool ran": kind_label(kind, {"mcpgen": ours_where, "official": theirs_where}),
+                    "mcpgen instructions/call": f"{ours:,}",
+                    "official instructions/call": f"{theirs:,}",
+                    "ratio": f"{theirs / ours:.2f}x fewer",
+                }
+            )
+            print(rows[-1], flush=True)
+    table: dict[str, Any] = {
+        "title": "CPU instructions per in-memory tools/call round trip (callgrind)",
+        "keys": ["era", "tool"],
+        "columns": list(rows[0]),
+        "rows": rows,
+        "command": command(),
+        "notes": [
+            f"(instructions with {calls} calls - with 0 calls) / {calls}, both after {WARM_UP} warm-up calls;"
+            " client and server in one process (Client(server) on both sides); deterministic to about 0.1%"
+        ],
+    }
+    save_tables("instructions", [table])
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=400)
-    main(parser.parse_args().calls)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--jobs", type=int, default=1, help="cases run at once (counts do not depend on it)")
+    parser.add_argument("--eras", default="handshake,modern")
+    parser.add_argument("--tools", default=",".join(KINDS))
+    options = parser.parse_args()
+    main(options.calls, options.jobs, options.eras.split(","), options.tools.split(","))

@@ -1,94 +1,75 @@
-"""Memory per idle session: many connected, idle client/server pairs in one process, measured
-with tracemalloc (Python allocations), mcpgen against the official SDK's in-process client."""
+"""Memory per idle session: many connected, idle client/server pairs in one process, measured with
+tracemalloc (Python allocations), mcpgen against the official SDK's in-process client, each session
+having made one call of a sync tool (`def`) or of an async tool (`async def`).
+
+    python bench/bench_memory.py [--sessions 200]
+"""
 
 from __future__ import annotations
 
+import argparse
 import gc
 import tracemalloc
 from contextlib import AsyncExitStack
+from typing import Any
 
 import anyio
-from _util import save, table
-
-SESSIONS = 200
-
-
-def _typed_add(a: int, b: int) -> int:
-    return a + b
+from _cases import ARGS, ERAS, KINDS, SIDES, TOOL_NAMES, connect, kind_label, official_server, ours_server, runs_on
+from _util import command, save_tables
 
 
-async def ours(mode: str) -> float:
-    from mcpgen.runtime import Client, Server, memory_pair
-
-    server = Server("bench", logging=False)
-    server.add_tool(_typed_add, name="add")
-    await _warm_ours(server, mode)
-    async with anyio.create_task_group() as tg, AsyncExitStack() as stack:
-        gc.collect()
-        before = tracemalloc.take_snapshot()
-        for _ in range(SESSIONS):
-            client_end, server_end = memory_pair()
-            tg.start_soon(server.serve, server_end)
-            client = await stack.enter_async_context(Client(client_end, mode=mode))
-            await client.call_tool("add", {"a": 1, "b": 2})
-        gc.collect()
-        after = tracemalloc.take_snapshot()
-        tg.cancel_scope.cancel()
-    return _per_session(before, after)
-
-
-async def _warm_ours(server: object, mode: str) -> None:
-    from mcpgen.runtime import Client, memory_pair
-
-    client_end, server_end = memory_pair()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, server_end)  # type: ignore[attr-defined]
-        async with Client(client_end, mode=mode) as client:
-            await client.call_tool("add", {"a": 1, "b": 2})
-        tg.cancel_scope.cancel()
-
-
-async def official(mode: str) -> float:
-    from mcp import Client
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer("bench")
-    server.tool()(_typed_add)
-    async with Client(server, mode=mode) as warm:
-        await warm.call_tool("_typed_add", {"a": 1, "b": 2})
+async def per_session(side: str, mode: str, kind: str, sessions: int) -> tuple[float, str]:
+    """(bytes per idle session, where the server ran a sync tool)."""
+    name = TOOL_NAMES[kind]
+    server = ours_server() if side == "mcpgen" else official_server()  # one server, many sessions
+    async with connect(side, "memory", mode, server) as warm:  # warm up: code paths, validators, thread pools
+        where = await runs_on(warm)
+        await warm.call_tool(name, ARGS)
     async with AsyncExitStack() as stack:
         gc.collect()
         before = tracemalloc.take_snapshot()
-        for _ in range(SESSIONS):
-            client = await stack.enter_async_context(Client(server, mode=mode))
-            await client.call_tool("_typed_add", {"a": 1, "b": 2})
+        for _ in range(sessions):
+            client = await stack.enter_async_context(connect(side, "memory", mode, server))
+            await client.call_tool(name, ARGS)
         gc.collect()
         after = tracemalloc.take_snapshot()
-    return _per_session(before, after)
-
-
-def _per_session(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> float:
     grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-    return grown / SESSIONS
+    return grown / sessions, where
 
 
-def main() -> None:
+def main(sessions: int) -> None:
     tracemalloc.start()
     rows = []
-    for era, mode in (("handshake (2025-11-25)", "legacy"), ("modern (2026-07-28)", "2026-07-28")):
-        mine = anyio.run(ours, mode)
-        theirs = anyio.run(official, mode)
-        rows.append(
-            {
-                "era": era,
-                "mcpgen KiB/session": f"{mine / 1024:.1f}",
-                "official KiB/session": f"{theirs / 1024:.1f}",
-                "ratio (official / mcpgen)": f"{theirs / mine:.2f}x",
-            }
-        )
-    save("memory", rows)
-    print(table(rows, list(rows[0])))
+    for era, mode in ERAS.items():
+        for kind in KINDS:
+            measured = {side: anyio.run(per_session, side, mode, kind, sessions) for side in SIDES}
+            (mine, ours_where), (theirs, theirs_where) = measured["mcpgen"], measured["official"]
+            rows.append(
+                {
+                    "era": era,
+                    "tool": kind,
+                    "where the tool ran": kind_label(kind, {"mcpgen": ours_where, "official": theirs_where}),
+                    "mcpgen KiB/session": f"{mine / 1024:.1f}",
+                    "official KiB/session": f"{theirs / 1024:.1f}",
+                    "ratio (official / mcpgen)": f"{theirs / mine:.2f}x",
+                }
+            )
+            print(rows[-1], flush=True)
+    table: dict[str, Any] = {
+        "title": "memory per idle connected session (tracemalloc, in memory)",
+        "keys": ["era", "tool"],
+        "columns": list(rows[0]),
+        "rows": rows,
+        "command": command(),
+        "notes": [
+            f"{sessions} sessions of Client(server) to one server per side, each after one call, all open at once;"
+            " Python allocations (client and server side together)"
+        ],
+    }
+    save_tables("memory", [table])
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=200)
+    main(parser.parse_args().sessions)

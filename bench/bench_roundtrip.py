@@ -1,100 +1,84 @@
-"""Round trips per second for `tools/call` (sequential), mcpgen against the official SDK, same run.
+"""Round trips per second for `tools/call` (sequential), mcpgen against the official SDK, same run,
+with a sync tool (`def`) and an async tool (`async def`) on both sides.
 
-In memory: mcpgen runs client and server over its in-memory transport (full JSON framing);
-the official `Client(MCPServer)` runs in process too (legacy: in-memory streams with JSON-RPC
-messages; modern: its direct dispatcher, which skips JSON entirely). Over stdio: each client
-drives a server subprocess built with the same library.
+In memory: `Client(server)` on both sides. mcpgen runs client and server over its in-memory
+transport (full JSON framing); the official `Client(MCPServer)` runs in process too (handshake era:
+in-memory streams of JSON-RPC messages; modern: its direct dispatcher, which skips JSON). Over
+stdio: each client drives a server subprocess built with the same library. Each library runs a sync
+tool its own way; the table says where (the server answers a `where` tool).
+
+    python bench/bench_roundtrip.py [--rounds 2]
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
-from _util import save, table
+from _cases import ARGS, ERAS, KINDS, SIDES, TOOL_NAMES, connect, kind_label, runs_on
+from _util import command, save_tables
 
-HERE = Path(__file__).resolve().parent
 CALLS = {"memory": 3000, "stdio": 1500}
-ERA_MODE = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
 
 
-async def ours_memory(mode: str, n: int) -> float:
-    from mcpgen.runtime import Client, Server, memory_pair
-
-    server = Server("bench", logging=False)
-    server.add_tool(_typed_add, name="add")
-    client_end, server_end = memory_pair()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, server_end)
-        async with Client(client_end, mode=mode) as client:
-            rate = await _timed(lambda: client.call_tool("add", {"a": 1, "b": 2}), n)
-        tg.cancel_scope.cancel()
-    return rate
-
-
-def _typed_add(a: int, b: int) -> int:
-    return a + b
+async def rate(side: str, transport: str, mode: str, kind: str) -> tuple[float, str]:
+    """(calls per second, where the server ran a sync tool)."""
+    async with connect(side, transport, mode) as client:
+        where = await runs_on(client)
+        name, n = TOOL_NAMES[kind], CALLS[transport]
+        for _ in range(50):  # warm up: validators are built on first use
+            result = await client.call_tool(name, ARGS)
+        assert result.structured_content == {"result": 3}, result
+        start = time.perf_counter()
+        for _ in range(n):
+            await client.call_tool(name, ARGS)
+        return n / (time.perf_counter() - start), where
 
 
-async def official_memory(mode: str, n: int) -> float:
-    from mcp import Client
-    from mcp.server.mcpserver import MCPServer
-
-    server = MCPServer("bench")
-    server.tool()(_typed_add)
-    async with Client(server, mode=mode) as client:
-        return await _timed(lambda: client.call_tool("_typed_add", {"a": 1, "b": 2}), n)
-
-
-async def ours_stdio(mode: str, n: int) -> float:
-    from mcpgen.runtime import Client
-
-    async with Client([sys.executable, str(HERE / "servers" / "ours_stdio.py")], mode=mode) as client:
-        return await _timed(lambda: client.call_tool("add", {"a": 1, "b": 2}), n)
-
-
-async def official_stdio(mode: str, n: int) -> float:
-    from mcp import Client, StdioServerParameters
-
-    params = StdioServerParameters(command=sys.executable, args=[str(HERE / "servers" / "official_stdio.py")])
-    async with Client(params, mode=mode) as client:
-        return await _timed(lambda: client.call_tool("add", {"a": 1, "b": 2}), n)
-
-
-async def _timed(call: Any, n: int) -> float:
-    for _ in range(50):  # warm up: validators are built on first use
-        result = await call()
-    assert "3" in str(result)
-    start = time.perf_counter()
-    for _ in range(n):
-        await call()
-    return n / (time.perf_counter() - start)
-
-
-def main() -> None:
+def main(rounds: int) -> None:
     rows = []
-    runners = {"memory": (ours_memory, official_memory), "stdio": (ours_stdio, official_stdio)}
-    for transport, (ours, theirs) in runners.items():
-        for era, mode in ERA_MODE.items():
-            n = CALLS[transport]
-            ours_rate = max(anyio.run(ours, mode, n) for _ in range(2))
-            theirs_rate = max(anyio.run(theirs, mode, n) for _ in range(2))
-            rows.append(
-                {
-                    "transport": transport,
-                    "era": era,
-                    "mcpgen calls/s": f"{ours_rate:,.0f}",
-                    "official calls/s": f"{theirs_rate:,.0f}",
-                    "ratio": f"{ours_rate / theirs_rate:.2f}x",
-                }
-            )
-            print(rows[-1], flush=True)
-    save("roundtrip", rows)
-    print(table(rows, ["transport", "era", "mcpgen calls/s", "official calls/s", "ratio"]))
+    for transport in CALLS:
+        for era, mode in ERAS.items():
+            for kind in KINDS:
+                best: dict[str, float] = {}
+                where: dict[str, str] = {}
+                for _ in range(rounds):  # alternate the sides; keep each one's best
+                    for side in SIDES:
+                        calls, where[side] = anyio.run(rate, side, transport, mode, kind)
+                        best[side] = max(best.get(side, 0.0), calls)
+                rows.append(
+                    {
+                        "transport": transport,
+                        "era": era,
+                        "tool": kind,
+                        "where the tool ran": kind_label(kind, where),
+                        "mcpgen calls/s": f"{best['mcpgen']:,.0f}",
+                        "official calls/s": f"{best['official']:,.0f}",
+                        "ratio": f"{best['mcpgen'] / best['official']:.2f}x",
+                    }
+                )
+                print(rows[-1], flush=True)
+    notes = [
+        f"sequential calls of add(a, b) ({CALLS['memory']} in memory, {CALLS['stdio']} over stdio, after 50 to warm"
+        f" up), best of {rounds} alternating rounds per side",
+        "memory: Client(server) on both sides; mcpgen frames every message as JSON, the official modern"
+        " in-process path dispatches directly without JSON",
+    ]
+    columns = ["transport", "era", "tool", "where the tool ran", "mcpgen calls/s", "official calls/s", "ratio"]
+    table: dict[str, Any] = {
+        "title": "tools/call round trips per second (in memory, stdio)",
+        "keys": ["transport", "era", "tool"],
+        "columns": columns,
+        "rows": rows,
+        "command": command(),
+        "notes": notes,
+    }
+    save_tables("roundtrip", [table])
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=2)
+    main(parser.parse_args().rounds)

@@ -1,7 +1,7 @@
-"""The benchmark's Streamable HTTP server, built with the official SDK under uvicorn: the same `add`
-tool. It prints its port once listening on 127.0.0.1.
+"""The HTTP client benchmark's peer: the official SDK's Streamable HTTP server (the tools of
+`apps.py`) under uvicorn. It prints its port once listening on 127.0.0.1.
 
-    python official_http.py [--json]      (--json: JSON answers instead of SSE streams)
+    python official_http_peer.py [--json]      (--json: JSON answers instead of SSE streams)
 """
 
 import socket
@@ -9,14 +9,7 @@ import sys
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
-
-server = MCPServer("bench")
-
-
-@server.tool()
-def add(a: int, b: int) -> int:
-    return a + b
+from apps import official_server
 
 
 async def main() -> None:
@@ -27,8 +20,8 @@ async def main() -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     print(sock.getsockname()[1], flush=True)
-    app = server.streamable_http_app(json_response="--json" in sys.argv)
-    await uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve(sockets=[sock])
+    app = official_server().streamable_http_app(json_response="--json" in sys.argv)
+    await uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).serve(sockets=[sock])
 
 
 if __name__ == "__main__":

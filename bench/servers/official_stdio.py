@@ -1,14 +1,6 @@
-"""The benchmark's stdio server, built with the official SDK: the same `add` tool."""
+"""The benchmark's stdio server, built with the official SDK: the tools of `apps.py`."""
 
-from mcp.server.mcpserver import MCPServer
-
-server = MCPServer("bench")
-
-
-@server.tool()
-def add(a: int, b: int) -> int:
-    return a + b
-
+from apps import official_server
 
 if __name__ == "__main__":
-    server.run()
+    official_server().run()

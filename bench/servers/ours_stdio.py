@@ -1,19 +1,6 @@
-"""The benchmark's stdio server, built with mcpgen's runtime: one `add` tool."""
+"""The benchmark's stdio server, built with mcpgen's runtime: the tools of `apps.py`."""
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from mcpgen.runtime import Server
-
-server = Server("bench", logging=False)
-
-
-@server.tool()
-def add(a: int, b: int) -> int:
-    return a + b
-
+from apps import ours_server
 
 if __name__ == "__main__":
-    server.run_stdio()
+    ours_server().run_stdio()
