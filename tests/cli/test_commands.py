@@ -116,6 +116,35 @@ def test_inspect_with_a_pinned_version_lists_a_server_that_lacks_features() -> N
     assert report["prompts"] == [] and report["resources"] == []
 
 
+LIST_OF_MODELS = (
+    "import sys; sys.path.insert(0, {repo!r})\n"
+    "from pydantic import BaseModel\n"
+    "from mcpgen.runtime import Server\n"
+    "class Item(BaseModel):\n"
+    "    name: str\n"
+    "server = Server('items')\n"
+    "@server.tool()\n"
+    "def items() -> list[Item]:\n"
+    "    return [Item(name='a')]\n"
+    "@server.tool()\n"
+    "def maybe() -> Item | None:\n"
+    "    return Item(name='b')\n"
+    "server.run_stdio()\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["handshake", "auto"])
+def test_call_of_a_tool_returning_a_list_of_models(mode: str) -> None:
+    """Defect: the advertised outputSchema's `$ref`s pointed at nothing, and `mcpgen call` exited 1."""
+    script = LIST_OF_MODELS.format(repo=str(REPO))
+    code, out = run("call", "items", "--mode", mode, "--json", "--", sys.executable, "-c", script)
+    assert code == 0, out
+    assert json.loads(out)["structuredContent"] == {"result": [{"name": "a"}]}
+    code, out = run("call", "maybe", "--mode", mode, "--json", "--", sys.executable, "-c", script)
+    assert code == 0, out
+    assert json.loads(out)["structuredContent"] == {"result": {"name": "b"}}
+
+
 # -- progress, logs and input ------------------------------------------------------------------------
 
 
