@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ...auth.shared.principal import AUTH_SCOPE_KEY
+from ...auth.shared.principal import AUTH_SCOPE_KEY, MESSAGE_SCOPE_KEY
 from ...protocol import wire
 from ...protocol.eras import message_version
 from ...protocol.errors import INVALID_REQUEST, http_status
@@ -245,14 +245,18 @@ class HttpApp:
             text = "Not Acceptable: the client must accept application/json and text/event-stream"
             await exchange.respond(406, error_body(None, INVALID_REQUEST, text))
             return
-        limit = self.security.max_body_bytes
-        declared = headers.get("content-length", "")
-        body = None if declared.isdigit() and int(declared) > limit else await read_body(receive, limit)
-        if body is None:
-            text = f"Payload Too Large: a message may have at most {limit} bytes"
-            await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))
-            return
-        message = wire.decode(body)
+        read = scope.get(MESSAGE_SCOPE_KEY)  # the auth middleware read and decoded it already
+        if read is not None:
+            body, message = read
+        else:
+            limit = self.security.max_body_bytes
+            declared = headers.get("content-length", "")
+            found = None if declared.isdigit() and int(declared) > limit else await read_body(receive, limit)
+            if found is None:
+                text = f"Payload Too Large: a message may have at most {limit} bytes"
+                await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))
+                return
+            body, message = found, wire.decode(found)
         post = Post(headers, scope.get(AUTH_SCOPE_KEY), exchange, receive)
         if not self._self_contained(headers, message):
             await self.sessions.post(message, body, post)

@@ -88,6 +88,69 @@ async def test_media_types_methods_sizes_and_paths_get_their_4xx() -> None:
         assert legacy_parse.status == 400 and (await legacy_parse.json())["error"]["code"] == -32700
 
 
+class AcceptGood:
+    """A token verifier that takes the token "good" (and nothing else)."""
+
+    async def verify(self, token: str) -> Any:
+        from mcpgen.runtime.auth import AuthInfo, InvalidToken
+
+        if token != "good":
+            raise InvalidToken("not good")
+        return AuthInfo(token=token, subject="user", scopes=frozenset({"mcp"}))
+
+
+def deep(levels: int) -> bytes:
+    head = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": '
+    return head + b"[" * levels + b"]" * levels + b"}}"
+
+
+BAD_BODIES = [
+    pytest.param(deep(1_000), id="1000-deep"),
+    pytest.param(deep(100_000), id="100000-deep"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": NaN}}', id="nan"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "\xff"}', id="invalid-utf8-in-a-string"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "\\ud800"}', id="lone-surrogate"),
+    pytest.param(b"\xff\xfe{}", id="not-utf8"),
+    pytest.param(b"{not json", id="syntax"),
+]
+
+
+@pytest.mark.parametrize("body", BAD_BODIES)
+@pytest.mark.parametrize("protected", [False, True], ids=["open", "protected"])
+async def test_bad_json_gets_one_answer_with_or_without_oauth(body: bytes, protected: bool) -> None:
+    """Defect: a body nested ~1,000 levels deep, sent with a valid token to a protected endpoint,
+    gave HTTP 500 (the auth middleware parsed bodies itself and caught only ValueError)."""
+    from mcpgen.runtime.auth import ProtectedResource
+
+    auth = ProtectedResource("http://127.0.0.1:8000/mcp", ["https://as.test"], AcceptGood(), dpop=False)
+    app = make_server().http_app(auth=auth if protected else None)
+    authorization = {"authorization": "Bearer good"} if protected else {}
+    async with asgi_client(app) as client:
+        for era in (modern_headers("tools/list"), {"mcp-protocol-version": V25}):
+            reply = await client.post(body, {**era, **authorization})
+            assert reply.status == 400, era
+            assert (await reply.json())["error"]["code"] == -32700, era
+
+
+async def test_a_protected_endpoint_parses_each_body_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpgen.runtime.auth import ProtectedResource
+    from mcpgen.runtime.protocol import wire
+
+    decoded: list[bytes] = []
+    original = wire.decode
+
+    def counting(data: bytes | str) -> wire.Message:
+        decoded.append(bytes(data) if isinstance(data, bytes) else data.encode())
+        return original(data)
+
+    monkeypatch.setattr(wire, "decode", counting)
+    auth = ProtectedResource("http://127.0.0.1:8000/mcp", ["https://as.test"], AcceptGood(), dpop=False)
+    async with asgi_client(make_server().http_app(auth=auth)) as client:
+        reply = await client.post(LIST, {**modern_headers("tools/list"), "authorization": "Bearer good"})
+        assert reply.status == 200 and [t["name"] for t in (await reply.json())["result"]["tools"]] == ["echo"]
+    assert len(decoded) == 1
+
+
 async def test_an_app_mounted_under_a_prefix_serves_its_path() -> None:
     async with asgi_client(make_server().http_app()) as client:
         reply = await client.post(LIST, modern_headers("tools/list"), root_path="/tenant")
