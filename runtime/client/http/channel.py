@@ -125,8 +125,18 @@ class Channel:
             if isinstance(body, Oversized):  # this body answers this request, whatever its first bytes say
                 limit = f"the {self.limit}-byte message limit"
                 await self._fail(exchange, RemoteProtocolError(f"the answer to {exchange.method} was over {limit}"))
+                return
+            message = _object(body)
+            error = message.get("error") if message is not None and message.get("id") is None else None
+            if isinstance(error, dict) and isinstance(error.get("code"), int):
+                await self._fail(exchange, McpError.from_error(error))  # it could not read our request at all
+                return
+            problem = _not_the_response(exchange, body, message)
+            if problem is not None:  # the exchange is over: the call fails now rather than waiting for ever
+                what = f"the server answered {exchange.method} (HTTP {response.status_code}) with {problem}"
+                await self._fail(exchange, RemoteProtocolError(f"{what}, not its response"))
             else:
-                await self._final(exchange, body)
+                await self._final(exchange, body, message)
         elif kind == "text/event-stream":
             await self._stream(exchange, response)
         else:
@@ -201,6 +211,10 @@ class Channel:
             return False  # a priming event, or an event type that carries no message
         data = event.data.encode()
         message = _object(data)
+        if exchange is not None and message is None and wire.damaged_response(data) == exchange.id:
+            problem = f"the answer to {exchange.method} on its event stream is not valid JSON"
+            await self._fail(exchange, RemoteProtocolError(problem))
+            return True
         if exchange is not None and message is not None:
             if "method" not in message and message.get("id") == exchange.id:
                 await self._final(exchange, data, message)
@@ -288,6 +302,20 @@ def _object(data: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
+
+
+def _not_the_response(exchange: InFlight, body: bytes, message: dict[str, Any] | None) -> str | None:
+    """What a JSON body that should be the exchange's response is instead (None: it is the response)."""
+    if message is None:
+        if not body.strip():
+            return "an empty body"
+        answered = wire.damaged_response(body)
+        return "a response that is not valid JSON" if answered == exchange.id else "a body that is not a JSON object"
+    if "method" in message:
+        return f"a {'request' if 'id' in message else 'notification'} ({str(message['method'])[:100]!r})"
+    if message.get("id") != exchange.id:
+        return f"a response to another request (id {str(message.get('id'))[:100]!r})"
+    return None
 
 
 def _content_type(response: httpx.Response) -> str:

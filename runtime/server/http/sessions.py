@@ -176,6 +176,11 @@ class HandshakeSessions:
         headers, exchange = post.headers, post.exchange
         request_id = message.id if isinstance(message, (wire.Request, wire.Invalid)) else None
         if isinstance(message, wire.Invalid):
+            if message.response_to is not None:  # an answer to our request that cannot be read: fail the request
+                found_session, _ = self._find(headers, post.auth)
+                if found_session is not None:
+                    context = TransportContext("http", headers=headers, auth=post.auth, can_send_request=True)
+                    await found_session.feed(Frame(data, context, decoded=message))
             await exchange.respond(400, error_body(request_id, message.code, message.message))
             return
         opening = isinstance(message, wire.Request) and message.method in self._session_methods

@@ -623,6 +623,58 @@ async def test_an_oversized_answer_fails_the_call_and_the_session_goes_on() -> N
             assert (await client.call_tool("small")).content[0].text == "called small"
 
 
+NOT_THE_RESPONSE = {
+    "empty": (b"", "an empty body"),
+    "array": (b"[1, 2]", "not a JSON object"),
+    "string": (b'"ok"', "not a JSON object"),
+    "other-id": (b'{"jsonrpc": "2.0", "id": "someone-else", "result": {}}', "another request"),
+    "notification": (b'{"jsonrpc": "2.0", "method": "notifications/message"}', "notification"),
+    "nan": (None, "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("mode", ["handshake", V26])
+@pytest.mark.parametrize("case", list(NOT_THE_RESPONSE))
+async def test_an_answer_without_the_calls_response_fails_the_call_at_once(mode: str, case: str) -> None:
+    """Defect: a 200 whose body was empty, not an object, or another request's response left the
+    call waiting for ever (with no timeout set): the exchange had ended without its answer."""
+    from mcpgen.runtime import RemoteProtocolError, Timeouts
+
+    body, message = NOT_THE_RESPONSE[case]
+
+    async def handler(request: Received, reply: Reply) -> None:
+        if request.method == "POST" and request.rpc_method == "tools/call" and request.json["params"]["name"] == "x":
+            sent = body if body is not None else b'{"jsonrpc": "2.0", "id": %d, "result": NaN}' % request.json["id"]
+            await reply.send(200, sent, content_type="application/json")
+        else:
+            await Script()(request, reply)
+
+    async with (
+        http_peer(handler) as peer,
+        Client(
+            peer.url, mode=mode, timeouts=Timeouts(request=None), checks=ClientChecks(structured_output=False)
+        ) as client,
+    ):
+        with anyio.fail_after(30):  # a hang guard only: the failure comes as soon as the body is read
+            with pytest.raises(RemoteProtocolError, match=message):
+                await client.call_tool("x")
+        assert (await client.call_tool("fine")).content[0].text == "called fine"
+
+
+async def test_a_parse_error_without_an_id_answering_a_post_is_that_calls_error() -> None:
+    async def handler(request: Received, reply: Reply) -> None:
+        if request.method == "POST" and request.rpc_method == "tools/call":
+            await reply.json({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+        else:
+            await Script()(request, reply)
+
+    from mcpgen.runtime import ParseError, Timeouts
+
+    async with http_peer(handler) as peer, Client(peer.url, mode=V26, timeouts=Timeouts(request=None)) as client:
+        with anyio.fail_after(30), pytest.raises(ParseError):
+            await client.call_tool("x")
+
+
 async def test_an_unreachable_server_fails_the_connection() -> None:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)

@@ -116,6 +116,23 @@ async def test_server_requests_travel_on_the_post_stream_and_answers_come_back_a
         assert final["id"] == 1 and final["result"]["content"][0]["text"] == "model: because"
 
 
+async def test_an_unreadable_answer_posted_fails_the_servers_request() -> None:
+    """Defect: a POSTed answer that is not valid JSON (`NaN`) was refused with 400 and never reached
+    the session, so the server's request (and the call that made it) waited for ever."""
+    async with asgi_client(make_server().http_app()) as client:
+        sid = await open_session(client)
+        reply = await call(client, sid, 1, "think", {"question": "why?"})
+        events = reply.events()
+        await anext(events)  # priming
+        asked = (await anext(events)).json()
+        damaged = b'{"jsonrpc": "2.0", "id": %d, "result": {"role": "assistant", "content": NaN}}' % asked["id"]
+        refused = await client.post(damaged, session(sid))
+        assert refused.status == 400 and (await refused.json())["error"]["code"] == -32700
+        with anyio.fail_after(30):  # a hang guard: the answer comes at once
+            final = (await anext(events)).json()
+        assert final["id"] == 1 and "could not be read" in str(final.get("result", final.get("error")))
+
+
 async def test_the_standalone_get_stream_carries_list_changes_and_is_unique() -> None:
     server = make_server()
     async with asgi_client(server.http_app()) as client:
