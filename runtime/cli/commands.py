@@ -65,7 +65,11 @@ _mode_option = click.option(
 )
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 _timeout_option = click.option(
-    "--timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for each answer."
+    "--timeout",
+    default=30.0,
+    show_default=True,
+    type=float,
+    help="Seconds the server has to connect (the version probe and the handshake together), then to answer.",
 )
 _url_option = click.option("--url", help="A Streamable HTTP server's URL (instead of a command after `--`).")
 _no_auth_option = click.option(

@@ -126,9 +126,6 @@ class TypedCalls(abc.ABC):
         resolve_input: bool = True,
     ) -> Any: ...
 
-    async def ping(self) -> None:
-        await self.request("ping")
-
     async def _pages(self, method: str, attribute: str) -> AsyncIterator[Any]:
         cursor: str | None = None
         seen: set[str] = set()

@@ -78,6 +78,25 @@ def test_broken_servers_get_a_clear_message(script: str, message: str) -> None:
     assert "Traceback" not in out
 
 
+RECORDING_HUNG_SERVER = (
+    "import json, sys\n"
+    "for line in sys.stdin:\n"
+    "    with open({path!r}, 'a') as seen:\n"
+    "        seen.write(json.loads(line).get('method', '-') + '\\n')\n"
+)
+
+
+def test_a_hung_server_gets_one_timeout_for_connecting_not_one_per_step(tmp_path: Path) -> None:
+    """Defect: `--timeout 5` against a hung server took 12.4 s: the probe waited the whole timeout,
+    then initialize waited it again. The timeout bounds connecting as a whole: a server that
+    answers nothing within it is not sent initialize at all."""
+    seen = tmp_path / "seen.txt"
+    script = RECORDING_HUNG_SERVER.format(path=str(seen))
+    code, out = run("inspect", "--timeout", "1", "--", sys.executable, "-c", script)
+    assert code == 1 and "did not answer in time" in out
+    assert seen.read_text().split() == ["server/discover", "ping"]
+
+
 def test_bad_arguments() -> None:
     code, out = run("call", "add", "--args", "{nope", "--", *SERVER)
     assert code == 2 and "not JSON" in out

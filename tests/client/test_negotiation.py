@@ -40,6 +40,15 @@ async def test_modes_against_a_dual_era_server(mode: str, expected: str) -> None
             assert client.instructions == "be nice"
 
 
+@pytest.mark.parametrize("mode", ["auto", "handshake", V26, V25])
+async def test_ping_works_on_every_version(mode: str) -> None:
+    """Defect: `client.ping()` raised CapabilityError after the default negotiation (the modern
+    version has no `ping`); it checks liveness with what the negotiated version offers."""
+    async with connected(make_server(), mode=mode) as client:
+        await client.ping()
+        await client.ping(timeout=5)
+
+
 async def test_auto_falls_back_to_initialize_against_a_legacy_only_server() -> None:
     async with connected(make_server(versions=[V25]), mode="auto") as client:
         assert client.protocol_version == V25

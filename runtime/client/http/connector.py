@@ -68,8 +68,9 @@ class Http:
     for a free pooled connection; `read_timeout`: seconds a response may stay silent (a
     stream's reconnection then starts, or the call fails). `client`: an `httpx.AsyncClient` of
     your own (not closed here). `get_stream`: open the handshake era's GET stream.
-    `terminate_on_close`: DELETE the handshake-era session on close. `reconnect_delay`: seconds
-    before resuming a stream whose server named no `retry`.
+    `terminate_on_close`: DELETE the handshake-era session on close; `close_timeout`: how long
+    that may take (default: `timeout`; a `Client` made from a URL gives its request timeout).
+    `reconnect_delay`: seconds before resuming a stream whose server named no `retry`.
     """
 
     url: str
@@ -81,6 +82,7 @@ class Http:
     client: httpx.AsyncClient | None = None
     get_stream: bool = True
     terminate_on_close: bool = True
+    close_timeout: float | None = None
     reconnect_delay: float = 1.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
@@ -295,7 +297,8 @@ class Connection(Channel):
         self._stop_listening()
         if self.session_id is None or not self.endpoint.terminate_on_close:
             return
-        with anyio.CancelScope(shield=True), anyio.move_on_after(self.endpoint.timeout):
+        limit = self.endpoint.close_timeout if self.endpoint.close_timeout is not None else self.endpoint.timeout
+        with anyio.CancelScope(shield=True), anyio.move_on_after(limit):
             try:
                 response = await self._send("DELETE", self._session_headers())
                 await response.aclose()

@@ -233,6 +233,27 @@ async def test_the_session_id_and_version_are_echoed_and_the_session_deleted_on_
     assert get.headers["accept"] == "text/event-stream" and get.headers["mcp-session-id"] == "session-1"
 
 
+async def test_closing_against_a_frozen_server_is_bounded_by_the_request_timeout() -> None:
+    """Defect: closing a handshake-era client waited 30 s for the DELETE of a frozen server,
+    whatever the request timeout said."""
+    from mcpgen.runtime import Timeouts
+
+    frozen = anyio.Event()
+
+    async def handler(request: Received, reply: Reply) -> None:
+        if request.method == "DELETE":
+            await frozen.wait()  # never answers
+        await Script()(request, reply)
+
+    async with http_peer(handler) as peer:
+        with anyio.fail_after(20):  # a hang guard: 0.5 s is what closing may take here, not 30
+            async with Client(peer.url, mode="handshake", timeouts=Timeouts(request=0.5)):
+                pass
+            await anyio.sleep(0)  # a checkpoint: the guard fires here if closing outlived it (it is shielded)
+        assert "DELETE" in [r.method for r in peer.requests]
+        frozen.set()
+
+
 @pytest.mark.parametrize("status", [404, 405])
 async def test_a_refused_get_stream_is_not_retried(status: int) -> None:
     async with http_peer(Script(get_status=status)) as peer, Client(peer.url, mode="handshake") as client:
