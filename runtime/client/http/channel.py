@@ -41,6 +41,9 @@ log = logging.getLogger("mcpgen.runtime.client.http")
 
 INITIALIZE = "initialize"
 RESUME_ATTEMPTS = 3  # consecutive reconnections that bring nothing before a stream is given up
+HEALTHY_STREAM = 1.0  # seconds: a stream open at least this long was no flapping
+MIN_RETRY = 0.1  # seconds: a server's `retry` below this, with streams that end at once, gets backoff
+BACKOFF_START, BACKOFF_MAX = 0.1, 30.0  # seconds: the first backed-off delay, doubled up to the last
 ERROR_BODY_BYTES = 64 * 1024
 DRAIN_SECONDS = 1.0  # how long the end of a stream is waited for once its answer came
 
@@ -54,6 +57,26 @@ class InFlight:
     method: str
     self_contained: bool
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+class Reconnection:
+    """When to open an event stream again after it ended: after the server's `retry` (else
+    `default`), except when streams keep ending at once and the server asks for (almost) no
+    delay, which would reconnect without bound: then after a delay that doubles each time
+    (`BACKOFF_START` up to `BACKOFF_MAX`), until a stream stays open or the server asks for a
+    real delay again."""
+
+    def __init__(self, default: float) -> None:
+        self.default = default
+        self.streak = 0  # streams in a row that ended at once with (almost) no retry asked
+
+    def delay(self, retry_ms: int | None, lifetime: float) -> float:
+        asked = retry_ms / 1000 if retry_ms is not None else self.default
+        if lifetime >= HEALTHY_STREAM or asked >= MIN_RETRY:
+            self.streak = 0
+            return asked
+        self.streak += 1
+        return max(asked, min(BACKOFF_START * 2 ** (self.streak - 1), BACKOFF_MAX))
 
 
 class Channel:
@@ -160,12 +183,14 @@ class Channel:
         import httpx
 
         idle = 0
+        reconnection = Reconnection(self.endpoint.reconnect_delay)
+        opened_at = closed_at
         while idle < RESUME_ATTEMPTS:
-            delay = parser.retry / 1000 if parser.retry is not None else self.endpoint.reconnect_delay
-            await anyio.sleep_until(closed_at + delay)
+            await anyio.sleep_until(closed_at + reconnection.delay(parser.retry, closed_at - opened_at))
             headers = {"Accept": "text/event-stream", "Last-Event-ID": str(parser.last_event_id)}
             headers.update(self._session_headers())
             seen = parser.dispatched
+            opened_at = anyio.current_time()
             try:
                 response = await self._send("GET", headers)
             except httpx.TransportError:
@@ -244,17 +269,26 @@ class Channel:
 
         parser = SseParser(self.limit)
         idle = 0
+        reconnection = Reconnection(self.endpoint.reconnect_delay)
         while idle < RESUME_ATTEMPTS:
             headers = {"Accept": "text/event-stream", **self._session_headers()}
-            if parser.last_event_id is not None:
-                headers["Last-Event-ID"] = parser.last_event_id
+            resuming = parser.last_event_id
+            if resuming is not None:
+                headers["Last-Event-ID"] = resuming
             seen = parser.dispatched
+            opened_at = anyio.current_time()
             try:
                 response = await self._send("GET", headers)
             except httpx.TransportError as exc:
                 log.debug("the GET stream failed: %s", describe(exc))
             else:
                 try:
+                    if resuming is not None and response.status_code == 410:
+                        log.warning(
+                            "the server no longer has the GET stream's events after %r: some were lost", resuming
+                        )
+                        parser.last_event_id = None  # open it afresh
+                        continue
                     if response.status_code >= 300 or not _is_sse(response):
                         log.debug("no GET stream: HTTP %d", response.status_code)
                         return  # 405: the server offers none; 404: not here (or the session is gone)
@@ -262,7 +296,7 @@ class Channel:
                 finally:
                     await response.aclose()
             idle = 0 if parser.dispatched != seen else idle + 1
-            await anyio.sleep(parser.retry / 1000 if parser.retry is not None else self.endpoint.reconnect_delay)
+            await anyio.sleep(reconnection.delay(parser.retry, anyio.current_time() - opened_at))
 
     async def _put(self, item: Inbound) -> bool:
         try:

@@ -9,7 +9,8 @@ unknown or ended -> 404. A session opened by an authenticated principal is bound
 request of another principal (or of none) with its id gets the same 404, as if it did not exist.
 Notifications and responses POSTed get 202. `DELETE` ends the session.
 A dropped connection is not a cancellation (the client sends `notifications/cancelled`): the
-stream goes on and can be resumed with `GET` + `Last-Event-ID`. Idle sessions (no request for
+stream goes on and can be resumed with `GET` + `Last-Event-ID`, or is refused with 410 when the
+events after that id are no longer kept (never resumed with a silent gap). Idle sessions (no request for
 `idle_timeout` seconds, nothing open) are closed.
 """
 
@@ -280,7 +281,13 @@ class HandshakeSessions:
         released = anyio.Event()
         session.busy += 1
         try:
-            await stream.attach(exchange, released, after)
+            if not await stream.attach(exchange, released, after):
+                text = (
+                    f"Gone: the events after {after!r} are no longer kept (the event store holds the last events of "
+                    "each stream), so this stream cannot be resumed without losing some"
+                )
+                await exchange.respond(410, error_body(None, INVALID_REQUEST, text, {"lastEventId": after}))
+                return
             completed = await hold(receive, released, self.keepalive, stream.keepalive, exchange)
             async with stream.lock:
                 if not completed:

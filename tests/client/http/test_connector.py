@@ -4,6 +4,7 @@ what goes on the wire in each era, and how the client recovers from what HTTP se
 from __future__ import annotations
 
 import base64
+import itertools
 from typing import Any
 
 import anyio
@@ -276,6 +277,69 @@ async def test_the_get_stream_delivers_what_the_server_sends_outside_requests() 
         Client(peer.url, mode="handshake", hooks=ClientHooks(on_list_changed=lambda k: changed.set())),
     ):
         await changed.wait()
+
+
+async def test_a_get_stream_that_keeps_closing_with_retry_0_is_reopened_with_backoff() -> None:
+    """Defect: a server that sent `retry: 0` and closed the GET stream after each event got 2,008
+    reconnections in 3 s; reconnecting now backs off (each wait at least double the last)."""
+    opened: list[float] = []
+    enough = anyio.Event()
+
+    class Flapping(Script):
+        async def on_get(self, request: Received, reply: Reply) -> None:
+            opened.append(anyio.current_time())
+            if len(opened) >= 6:
+                enough.set()
+            await reply.sse()
+            await reply.event({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}, retry=0)
+            await reply.end()
+
+    async with http_peer(Flapping()) as peer, Client(peer.url, mode="handshake"):
+        with anyio.fail_after(60):  # a hang guard
+            await enough.wait()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(opened)]
+    for n, gap in enumerate(gaps[:4]):
+        assert gap >= 0.1 * 2**n, gaps  # from 0.1 s, doubling; lower bounds: a loaded machine only waits longer
+
+
+def test_reconnection_honours_the_servers_retry_and_backs_off_only_from_flapping() -> None:
+    from mcpgen.runtime.client.http.channel import BACKOFF_MAX, Reconnection
+
+    polling = Reconnection(default=1.0)
+    assert [polling.delay(500, 0.01) for _ in range(20)] == [0.5] * 20, "SSE polling: the server's retry, always"
+    assert polling.delay(None, 0.01) == 1.0, "no retry: the default"
+    flapping = Reconnection(default=1.0)
+    delays = [flapping.delay(0, 0.001) for _ in range(12)]
+    assert delays[:4] == [0.1, 0.2, 0.4, 0.8] and delays[-1] == BACKOFF_MAX
+    assert flapping.delay(0, 5.0) == 0.0, "a stream that stayed open resets the backoff"
+    assert flapping.delay(0, 0.001) == 0.1
+
+
+async def test_a_refused_resumption_of_the_get_stream_opens_it_afresh() -> None:
+    """The server no longer has the events after our Last-Event-ID (410): the GET stream is opened
+    again without it (the loss is logged), not abandoned."""
+    changed = anyio.Event()
+
+    class Forgetful(Script):
+        async def on_get(self, request: Received, reply: Reply) -> None:
+            if "last-event-id" in request.headers:
+                await reply.json({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Gone"}}, status=410)
+                return
+            await reply.sse()
+            if len([r for r in peer.requests if r.method == "GET"]) == 1:
+                await reply.event(None, id="e1", retry=0)
+                await reply.end()
+                return
+            await reply.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            await reply.closed.wait()
+
+    async with http_peer(Forgetful()) as peer:
+        hooks = ClientHooks(on_list_changed=lambda kind: changed.set())
+        async with Client(peer.url, mode="handshake", hooks=hooks):
+            with anyio.fail_after(30):  # a hang guard
+                await changed.wait()
+        gets = [r for r in peer.requests if r.method == "GET"]
+        assert [r.headers.get("last-event-id") for r in gets[:3]] == [None, "e1", None]
 
 
 async def test_a_404_on_the_session_starts_a_new_one_and_retries_once() -> None:

@@ -178,19 +178,24 @@ async def test_mounted_inside_starlette_with_its_lifespan(anyio_backend: str) ->
     assert not mcp.running
 
 
-async def test_the_event_store_keeps_the_most_recent_events() -> None:
-    store = MemoryEventStore(max_events=3)
+async def test_the_event_store_keeps_the_most_recent_events_of_each_stream() -> None:
+    store = MemoryEventStore(per_stream=3, max_streams=2)
     first = await store.store("s/1", None)
     ids = [await store.store("s/1", f"{n}".encode()) for n in range(3)]
-    assert len(store) == 3 and await store.replay(first) is None  # evicted
+    assert len(store) == 3 and await store.replay(first) is None  # pushed out by its own stream
     assert await store.replay(ids[0]) == ("s/1", [(ids[1], b"1"), (ids[2], b"2")])
-    other = await store.store("t/1", b"t")
-    await store.forget("s/")
-    assert await store.replay(ids[1]) is None and len(store) == 1
-    assert await store.replay(other) == ("t/1", [])
-    assert await store.replay("garbage") is None and await store.replay("t/1#x") is None
+    busy = [await store.store("t/1", b"t") for _ in range(50)]
+    assert await store.replay(ids[0]) is not None, "another stream's events never evict this one's"
+    assert await store.replay(busy[-3]) == ("t/1", [(busy[-2], b"t"), (busy[-1], b"t")])
+    await store.store("u/1", b"u")  # a third stream: the one written to least recently goes, whole
+    assert await store.replay(ids[1]) is None and await store.replay(busy[-1]) is not None
+    await store.forget("t/")
+    assert await store.replay(busy[-1]) is None and len(store) == 1
+    assert await store.replay("garbage") is None and await store.replay("u/1#x") is None
     with pytest.raises(ValueError):
         MemoryEventStore(0)
+    with pytest.warns(DeprecationWarning, match="per_stream"):
+        assert MemoryEventStore(max_events=5).per_stream == 5
 
 
 headers_strategy = st.dictionaries(

@@ -196,6 +196,76 @@ async def test_a_dropped_connection_is_not_a_cancellation() -> None:
         assert rest[-1]["result"]["content"][0]["text"] == "finished"
 
 
+def resumable_server() -> tuple[Server, anyio.Event, anyio.Event, anyio.Event]:
+    """A server whose `waits` tool logs once, waits for `go`, logs six times more (then sets
+    `logged`), waits for `finish`, and answers; `noisy` logs `n` times."""
+    server = make_server()
+    go, logged, finish = anyio.Event(), anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def waits(ctx: RequestContext) -> str:
+        await ctx.info("started")
+        await go.wait()
+        for n in range(6):
+            await ctx.info(f"step {n}")
+        logged.set()
+        await finish.wait()
+        return "finished"
+
+    @server.tool()
+    async def noisy(ctx: RequestContext, n: int) -> str:
+        for i in range(n):
+            await ctx.info(f"noise {i}")
+        return "noisy"
+
+    return server, go, logged, finish
+
+
+async def detached_stream(client: AsgiClient, sid: str, go: anyio.Event) -> str:
+    """Call `waits`, keep its first event's id, hang up, and let it go on without us."""
+    reply = await call(client, sid, 1, "waits", {})
+    events = reply.events()
+    await anext(events)  # priming
+    started = await anext(events)
+    assert started.id is not None and started.json()["params"]["data"] == "started"
+    reply.disconnect()
+    go.set()
+    return started.id
+
+
+async def test_another_sessions_traffic_never_evicts_a_streams_events() -> None:
+    """Defect: the event store kept the last 10,000 events of all sessions together: after another
+    session sent 12,000, resuming lost six events with no sign of it."""
+    server, go, _, finish = resumable_server()
+    async with asgi_client(server.http_app()) as client:
+        sid = await open_session(client)
+        last = await detached_stream(client, sid, go)
+        other = await open_session(client)
+        noisy = await call(client, other, 1, "noisy", {"n": 12_000})
+        assert [m for m in await noisy.messages() if "id" in m][-1]["result"]["content"][0]["text"] == "noisy"
+        finish.set()
+        resumed = await client.send("GET", None, session(sid, **{"last-event-id": last}), accept="text/event-stream")
+        assert resumed.status == 200
+        rest = [e.json() async for e in resumed.events() if e.data]
+        assert [m["params"]["data"] for m in rest[:-1]] == [f"step {n}" for n in range(6)]
+        assert rest[-1]["result"]["content"][0]["text"] == "finished"
+
+
+async def test_a_resumption_from_events_no_longer_kept_is_refused() -> None:
+    from mcpgen.runtime.server.http.events import MemoryEventStore
+
+    server, go, logged, finish = resumable_server()
+    async with asgi_client(server.http_app(event_store=MemoryEventStore(per_stream=3))) as client:
+        sid = await open_session(client)
+        last = await detached_stream(client, sid, go)
+        await logged.wait()  # the stream's own later events pushed its first ones out
+        resumed = await client.send("GET", None, session(sid, **{"last-event-id": last}), accept="text/event-stream")
+        assert resumed.status == 410
+        refusal = await resumed.json()
+        assert refusal["error"]["data"] == {"lastEventId": last} and "no longer kept" in refusal["error"]["message"]
+        finish.set()
+
+
 async def test_notifications_cancelled_ends_the_post_without_a_response() -> None:
     server = make_server()
     started, stopped = anyio.Event(), anyio.Event()
