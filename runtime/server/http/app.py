@@ -81,8 +81,9 @@ class HttpApp:
     - `retry_ms`: the reconnection delay told to handshake-era clients on each SSE stream;
     - `keepalive`: seconds of silence after which a response commits to SSE and gets a `:` comment
       line (and then every `keepalive` seconds), so long calls and listen streams stay open;
-    - `session_idle_timeout` / `max_sessions`: when handshake-era sessions are closed for
-      idleness, and how many may be open (503 past that);
+    - `session_idle_timeout` / `max_sessions` / `max_sessions_per_principal`: when handshake-era
+      sessions are closed for idleness, and how many may be open in all and per authenticated
+      principal (503 past that, with `Retry-After` when an idle session will expire);
     - `auth`: OAuth protection (`mcpgen.runtime.auth.ProtectedResource`; needs httpx, and the
       `auth` extra for `JWTVerifier`): bearer tokens checked, tool scopes enforced, metadata served.
     """
@@ -98,6 +99,7 @@ class HttpApp:
         keepalive: float | None = 15.0,
         session_idle_timeout: float | None = 1800.0,
         max_sessions: int | None = 10_000,
+        max_sessions_per_principal: int | None = 100,
         auth: ProtectedResource | None = None,
     ) -> None:
         self.server = server
@@ -113,6 +115,7 @@ class HttpApp:
             keepalive=keepalive,
             idle_timeout=session_idle_timeout,
             max_sessions=max_sessions,
+            max_sessions_per_principal=max_sessions_per_principal,
             max_message_bytes=self.security.max_body_bytes,
         )
         self._task_group: TaskGroup | None = None

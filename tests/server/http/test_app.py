@@ -14,6 +14,7 @@ from mcpgen.runtime import Server
 from mcpgen.runtime.server.http.events import MemoryEventStore
 from mcpgen.runtime.server.http.security import HttpSecurity, is_loopback
 from support.asgi_driver import V25, V26, asgi_client, meta, modern_headers, request
+from support.named_tokens import as_user, protection
 
 pytestmark = pytest.mark.anyio
 LIST = request(1, "tools/list", {"_meta": meta()})
@@ -88,17 +89,6 @@ async def test_media_types_methods_sizes_and_paths_get_their_4xx() -> None:
         assert legacy_parse.status == 400 and (await legacy_parse.json())["error"]["code"] == -32700
 
 
-class AcceptGood:
-    """A token verifier that takes the token "good" (and nothing else)."""
-
-    async def verify(self, token: str) -> Any:
-        from mcpgen.runtime.auth import AuthInfo, InvalidToken
-
-        if token != "good":
-            raise InvalidToken("not good")
-        return AuthInfo(token=token, subject="user", scopes=frozenset({"mcp"}))
-
-
 def deep(levels: int) -> bytes:
     head = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": '
     return head + b"[" * levels + b"]" * levels + b"}}"
@@ -120,11 +110,8 @@ BAD_BODIES = [
 async def test_bad_json_gets_one_answer_with_or_without_oauth(body: bytes, protected: bool) -> None:
     """Defect: a body nested ~1,000 levels deep, sent with a valid token to a protected endpoint,
     gave HTTP 500 (the auth middleware parsed bodies itself and caught only ValueError)."""
-    from mcpgen.runtime.auth import ProtectedResource
-
-    auth = ProtectedResource("http://127.0.0.1:8000/mcp", ["https://as.test"], AcceptGood(), dpop=False)
-    app = make_server().http_app(auth=auth if protected else None)
-    authorization = {"authorization": "Bearer good"} if protected else {}
+    app = make_server().http_app(auth=protection() if protected else None)
+    authorization = as_user("alice") if protected else {}
     async with asgi_client(app) as client:
         for era in (modern_headers("tools/list"), {"mcp-protocol-version": V25}):
             reply = await client.post(body, {**era, **authorization})
@@ -133,7 +120,6 @@ async def test_bad_json_gets_one_answer_with_or_without_oauth(body: bytes, prote
 
 
 async def test_a_protected_endpoint_parses_each_body_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpgen.runtime.auth import ProtectedResource
     from mcpgen.runtime.protocol import wire
 
     decoded: list[bytes] = []
@@ -144,9 +130,8 @@ async def test_a_protected_endpoint_parses_each_body_once(monkeypatch: pytest.Mo
         return original(data)
 
     monkeypatch.setattr(wire, "decode", counting)
-    auth = ProtectedResource("http://127.0.0.1:8000/mcp", ["https://as.test"], AcceptGood(), dpop=False)
-    async with asgi_client(make_server().http_app(auth=auth)) as client:
-        reply = await client.post(LIST, {**modern_headers("tools/list"), "authorization": "Bearer good"})
+    async with asgi_client(make_server().http_app(auth=protection())) as client:
+        reply = await client.post(LIST, {**modern_headers("tools/list"), **as_user("alice")})
         assert reply.status == 200 and [t["name"] for t in (await reply.json())["result"]["tools"]] == ["echo"]
     assert len(decoded) == 1
 

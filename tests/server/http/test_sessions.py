@@ -11,6 +11,7 @@ from mcpgen.runtime import RequestContext, Server
 from mcpgen.runtime.protocol.input_requests import sample
 from mcpgen.runtime.server.http.app import close_sse_stream
 from support.asgi_driver import V25, AsgiClient, Reply, asgi_client, request
+from support.named_tokens import as_user, protection
 
 pytestmark = pytest.mark.anyio
 INIT = {"protocolVersion": V25, "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}
@@ -320,6 +321,34 @@ async def test_a_refused_initialize_keeps_no_session_and_sessions_are_bounded() 
         await open_session(client)
         full = await client.post(request(0, "initialize", INIT))
         assert full.status == 503
+
+
+async def test_one_principal_cannot_hold_every_session() -> None:
+    """Defect: the session cap was global: one principal holding `max_sessions` sessions made every
+    other principal's initialize 503 until they idled out (30 minutes by default)."""
+    app = make_server().http_app(auth=protection(), max_sessions=10, max_sessions_per_principal=2)
+    opening = {"mcp-protocol-version": V25}
+    async with asgi_client(app) as client:
+        for _ in range(2):
+            assert (await client.post(request(0, "initialize", INIT), {**opening, **as_user("alice")})).status == 200
+        full = await client.post(request(0, "initialize", INIT), {**opening, **as_user("alice")})
+        assert full.status == 503
+        error = (await full.json())["error"]
+        assert "this principal holds 2 sessions" in error["message"] and "DELETE" in error["message"]
+        assert int(full.headers["retry-after"]) == error["data"]["retryAfter"] > 0
+        other = await client.post(request(0, "initialize", INIT), {**opening, **as_user("bob")})
+        assert other.status == 200, "another principal still gets a session"
+
+
+async def test_a_full_server_says_when_a_retry_can_succeed() -> None:
+    app = make_server().http_app(max_sessions=1, session_idle_timeout=120)
+    async with asgi_client(app) as client:
+        await open_session(client)
+        full = await client.post(request(0, "initialize", INIT), {"mcp-protocol-version": V25})
+        assert full.status == 503
+        retry_after = int(full.headers["retry-after"])
+        assert 0 < retry_after <= 120 + 30  # the idle timeout, plus one round of the reaper at most
+        assert f"retry in {retry_after} s" in (await full.json())["error"]["message"]
 
 
 async def test_without_the_lifespan_sessions_cannot_open_but_modern_requests_work() -> None:
