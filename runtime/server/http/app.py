@@ -43,6 +43,9 @@ from ...protocol.errors import INVALID_REQUEST, http_status
 from ...protocol.http_headers import PROTOCOL_VERSION
 from ..session import ServerSession
 from .asgi import (
+    CLOSE,
+    BodyDeadline,
+    BodyTimeout,
     Disconnected,
     HttpResponse,
     Post,
@@ -187,10 +190,15 @@ class HttpApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "http":
+            exchange = HttpResponse(send)
             try:
-                await self._http(scope, receive, send)
+                await self._http(scope, BodyDeadline(receive, self.security.body_timeout), send, exchange)
             except Disconnected:
                 return
+            except BodyTimeout:  # a client that sends its body a byte at a time does not keep the connection
+                if not exchange.started:
+                    text = f"Request Timeout: the body must arrive within {self.security.body_timeout} s"
+                    await exchange.respond(408, error_body(None, INVALID_REQUEST, text), headers=CLOSE)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
 
@@ -201,11 +209,11 @@ class HttpApp:
             path = path[len(root) :]
         return path.rstrip("/") or "/"
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: Scope, receive: Receive, send: Send, exchange: HttpResponse) -> None:
+        send = exchange.watching(send)  # what is sent around `exchange` (the auth middleware's answers) counts too
         if self.auth is not None and scope.get("path") in self.auth.metadata_paths:
             await self.auth(scope, receive, send)  # the protected resource metadata: public
             return
-        exchange = HttpResponse(send)
         if self.path is not None and self._route_path(scope) != self.path:
             await exchange.respond(404, b"Not Found", b"text/plain; charset=utf-8")
             return
