@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,27 @@ def test_mcpgen_serve_serves_a_server_file_over_http() -> None:
             timeout=30,
         )
         assert reply.json()["result"]["structuredContent"] == {"result": 5}
+
+
+def test_ctrl_c_stops_mcpgen_serve_cleanly_and_the_log_names_the_endpoint() -> None:
+    """Defect: Ctrl-C made `mcpgen serve` exit 1 ("Aborted!"), and `run_http` logged the URL
+    without the endpoint's path."""
+    port = free_port()
+    command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port)]
+    with process(command, f"MCP endpoint at http://127.0.0.1:{port}/mcp") as proc:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout is not None
+        rest = proc.stdout.read().decode(errors="replace")
+    assert "Traceback" not in rest and "Aborted" not in rest and "stopped" in rest
+
+
+def test_run_http_logs_the_endpoints_url_with_its_path() -> None:
+    from mcpgen.runtime.server.http.run import endpoint_url
+
+    assert endpoint_url("127.0.0.1", 8000, "/mcp") == "http://127.0.0.1:8000/mcp"
+    assert endpoint_url("::1", 8000, "/api/mcp") == "http://[::1]:8000/api/mcp"
+    assert endpoint_url("0.0.0.0", 80, None) == "http://0.0.0.0:80/"
 
 
 @pytest.mark.parametrize(

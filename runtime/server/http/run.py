@@ -181,12 +181,27 @@ async def _serve_hypercorn(app: HttpApp, sockets: Sequence[socket.socket], stop:
     await serve(app, config, shutdown_trigger=trigger)  # type: ignore[arg-type]
 
 
+def endpoint_url(host: str, port: int, path: str | None) -> str:
+    """The URL clients use for the endpoint served at `host:port` (its path included)."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}{path or '/'}"
+
+
 def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve `app` with uvicorn until interrupted (Ctrl-C): the blocking one-liner."""
+    """Serve `app` with uvicorn until interrupted (Ctrl-C): the blocking one-liner.
+    Logs the endpoint's URL, path included, once serving; returns after a graceful shutdown (an
+    interruption ends serving, it is not an error)."""
     require_uvicorn()
+    import logging
+
     import uvicorn
 
     class Graceful(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                logging.getLogger("uvicorn.error").info("MCP endpoint at %s", endpoint_url(host, port, app.path))
+
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             app.close_streams()
             await super().shutdown(sockets)
@@ -194,4 +209,7 @@ def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level:
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, lifespan="on", http=timed_h11(app.security.header_timeout)
     )
-    Graceful(config).run()
+    try:
+        Graceful(config).run()
+    except KeyboardInterrupt:  # uvicorn shut down gracefully, then passed the Ctrl-C on
+        return
