@@ -38,7 +38,7 @@ def serve(  # noqa: PLR0913  (click passes each option as an argument)
     from ..server.http.workers import load_server
 
     try:
-        server = load_server(target)
+        server = load_server(target, notice=lambda text: click.echo(f"note: {text}", err=True))
     except ImportError as exc:
         raise click.ClickException(f"cannot import {target}: {exc}") from None
     except (LookupError, OSError) as exc:

@@ -44,6 +44,40 @@ def test_ctrl_c_stops_mcpgen_serve_cleanly_and_the_log_names_the_endpoint() -> N
     assert "Traceback" not in rest and "Aborted" not in rest and "stopped" in rest
 
 
+QUICK_START = """from mcpgen.runtime import Server
+
+server = Server("demo")
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+
+server.run_stdio()
+"""
+
+
+@pytest.mark.parametrize("target", ["server.py:server", "notes:server"])
+def test_the_quick_start_file_is_served_from_its_folder(tmp_path: Path, target: str) -> None:
+    """Defect: `mcpgen serve server.py:server` on the quick start's own file hung silently (the file
+    starts a stdio server when imported), and `mcpgen serve notes:server` could not import a module
+    of the current folder."""
+    (tmp_path / f"{target.partition(':')[0].removesuffix('.py')}.py").write_text(QUICK_START)
+    port = free_port()
+    seen: list[str] = []
+    command = [MCPGEN, "serve", target, "--port", str(port)]
+    # stdin stays open, as a terminal's would: a stdio server started at import would wait on it for ever
+    with process(command, "MCP endpoint at", cwd=tmp_path, seen=seen, stdin=subprocess.PIPE):
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/mcp",
+            json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
+            headers={**headers, **modern_headers("tools/call", "add")},
+            timeout=30,
+        )
+        assert reply.json()["result"]["structuredContent"] == {"result": 5}
+    assert any("starts serving when imported (run_stdio())" in line for line in seen), seen
+
+
 def test_run_http_logs_the_endpoints_url_with_its_path() -> None:
     from mcpgen.runtime.server.http.run import endpoint_url
 
