@@ -78,6 +78,17 @@ def test_broken_servers_get_a_clear_message(script: str, message: str) -> None:
     assert "Traceback" not in out
 
 
+def test_a_crashing_servers_own_message_is_shown() -> None:
+    """Defect: `call` and `inspect` discarded the server's stderr, so a crashing server's own
+    message was lost; its last lines are shown when it dies."""
+    script = "import sys\nprint('starting', file=sys.stderr)\nraise RuntimeError('the config file is missing')\n"
+    for args in (("inspect",), ("call", "add")):
+        code, out = run(*args, "--", sys.executable, "-c", script)
+        assert code == 1
+        assert "closed the connection" in out and "RuntimeError: the config file is missing" in out, out
+        assert "starting" in out
+
+
 RECORDING_HUNG_SERVER = (
     "import json, sys\n"
     "for line in sys.stdin:\n"
