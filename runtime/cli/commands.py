@@ -43,6 +43,7 @@ from ..protocol.errors import (
     AuthError,
     AuthorizationRequired,
     ConnectionClosed,
+    EndpointNotFound,
     McpError,
     McpRuntimeError,
     MethodNotFound,
@@ -219,6 +220,8 @@ def _run_client(  # noqa: PLR0912 - one explanation per kind of failure
         hint = f"; it wrote {bad} line(s) that are not JSON" if bad else "; is it an MCP stdio server?"
         message = f"the server did not answer in time ({exc}){hint if url is None else ''}"
         raise click.ClickException(_with_tail(message, stderr)) from None
+    except EndpointNotFound as exc:
+        raise click.ClickException(str(exc)) from None
     except ConnectionClosed as exc:
         if url is not None:
             raise click.ClickException(f"no answer from {url}: {exc}") from None

@@ -48,23 +48,25 @@ if TYPE_CHECKING:
 async def negotiate(client: Client) -> Adopt:
     """Run the negotiation on the client's session; the adopted version and the server's answer."""
     plan = Negotiation(client.eras, client.versions, client.mode, accept_older=client.checks.older_handshake)
-    deadline = anyio.current_time() + client.timeouts.startup_or_default
-    step = plan.start()
+    startup = client.timeouts.startup_or_default
+    deadline = anyio.current_time() + startup
+    step, first = plan.start(), True
     while True:
         if isinstance(step, Adopt):
             return step
         if isinstance(step, Fail):
             raise NegotiationError(step.reason) from step.cause
         if isinstance(step, Initialize):
-            step = await _initialize(client, plan, step, deadline)
+            limit = startup if first else max(deadline - anyio.current_time(), 0.0)  # what the probe left
+            step = await _initialize(client, plan, step, limit)
         else:
             probe = _Probe(client, plan, step.version, deadline)
             step = await probe.run()
             deadline = probe.deadline  # moved by an authorization
+        first = False
 
 
-async def _initialize(client: Client, plan: Negotiation, step: Initialize, deadline: float) -> Step:
-    limit = max(deadline - anyio.current_time(), 0.0)
+async def _initialize(client: Client, plan: Negotiation, step: Initialize, limit: float) -> Step:
     try:
         raw = await client.session.send_request("initialize", client.initialize_params(step.version), timeout=limit)
     except McpError as exc:

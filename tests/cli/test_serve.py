@@ -78,6 +78,19 @@ def test_the_quick_start_file_is_served_from_its_folder(tmp_path: Path, target: 
     assert any("starts serving when imported (run_stdio())" in line for line in seen), seen
 
 
+def test_a_wrong_url_path_is_reported_as_such_by_the_command_line() -> None:
+    from click.testing import CliRunner
+    from mcpgen.codegen.cli import main
+
+    port = free_port()
+    command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port)]
+    with process(command, "MCP endpoint at"):
+        result = CliRunner().invoke(main, ["inspect", "--no-auth", "--url", f"http://127.0.0.1:{port}/"])
+    assert result.exit_code == 1
+    assert "no MCP endpoint is at that URL" in result.output and f"http://127.0.0.1:{port}/mcp" in result.output
+    assert "protocol version" not in result.output
+
+
 def test_run_http_logs_the_endpoints_url_with_its_path() -> None:
     from mcpgen.runtime.server.http.run import endpoint_url
 

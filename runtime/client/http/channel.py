@@ -94,6 +94,7 @@ class Channel:
         self.session_id: str | None = None
         self.version: str | None = None  # what the handshake agreed (for MCP-Protocol-Version)
         self.expired = False  # the server ended the session; nothing but a new initialize can go
+        self.reached = False  # the endpoint answered a request with success at least once
         self.handshake = False  # an initialize went out: responses to the server's requests may follow
         self.exchanges: dict[wire.RequestId, InFlight] = {}
         self.tools = ToolHeaders()

@@ -45,7 +45,14 @@ from ...core.transport import DEFAULT_MAX_MESSAGE_BYTES, Inbound, Outgoing, Tran
 from ...protocol import http_headers as routing
 from ...protocol import wire
 from ...protocol.eras import message_version
-from ...protocol.errors import METHOD_NOT_FOUND, ConnectionClosed, McpError, McpRuntimeError, SessionExpired
+from ...protocol.errors import (
+    METHOD_NOT_FOUND,
+    ConnectionClosed,
+    EndpointNotFound,
+    McpError,
+    McpRuntimeError,
+    SessionExpired,
+)
 from .channel import INITIALIZE, Channel, InFlight, authorization_refused, describe, http_error
 
 if TYPE_CHECKING:
@@ -238,6 +245,8 @@ class Connection(Channel):
         response = await self._send("POST", headers, data, request_id=exchange.id)
         try:
             status = response.status_code
+            if status < 300:
+                self.reached = True  # an MCP endpoint is there: a later bare 404 is about the request
             refused = authorization_refused(response, exchange.method)
             if refused is not None:
                 await self._fail(exchange, refused)
@@ -247,6 +256,8 @@ class Connection(Channel):
                     if self.session_id == sent_session:
                         self._session_ended()
                     error = SessionExpired(f"the server ended the session (HTTP 404 on {exchange.method})")
+                elif status == 404 and not self.reached and not _unknown_method(error):
+                    error = EndpointNotFound(_not_found(self.endpoint.url, exchange.method))
                 await self._fail(exchange, error)
             elif status == 202:
                 await self._fail(exchange, McpError(f"the server answered {exchange.method} with 202 and no response"))
@@ -304,6 +315,16 @@ class Connection(Channel):
                 await response.aclose()
             except (httpx.HTTPError, McpRuntimeError) as exc:
                 log.debug("could not end the session: %s", exc)
+
+
+def _not_found(url: str, method: str) -> str:
+    """What a 404 outside any session says: nothing is at that URL, and where endpoints usually are."""
+    import httpx
+
+    parsed = httpx.URL(url)
+    usual = str(parsed.copy_with(path="/mcp", query=None, fragment=None))
+    hint = f"; MCP endpoints are usually at the path /mcp (try {usual})" if parsed.path.rstrip("/") != "/mcp" else ""
+    return f"{url} answered {method} with HTTP 404 Not Found: no MCP endpoint is at that URL{hint}"
 
 
 def _unknown_method(error: McpRuntimeError) -> bool:

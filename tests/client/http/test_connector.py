@@ -760,6 +760,23 @@ async def test_a_parse_error_without_an_id_answering_a_post_is_that_calls_error(
             await client.call_tool("x")
 
 
+@pytest.mark.parametrize("mode", ["auto", "handshake", V26])
+async def test_a_wrong_path_says_what_was_not_found_and_where_endpoints_usually_are(mode: str) -> None:
+    """Defect: a URL with a wrong path (404) was reported as a failed version negotiation."""
+    from mcpgen.runtime import EndpointNotFound
+
+    async def nothing_here(request: Received, reply: Reply) -> None:
+        await reply.send(404, b"Not Found", content_type="text/plain")
+
+    async with http_peer(nothing_here) as peer:
+        wrong = peer.url.replace("/mcp", "/api")
+        with pytest.raises(EndpointNotFound, match=r"HTTP 404.*no MCP endpoint") as caught:
+            async with Client(wrong, mode=mode) as client:
+                await client.call_tool("x")  # a pinned modern version sends nothing before the first call
+    assert f"try {peer.url}" in str(caught.value)
+    assert len(peer.posts()) == 1, "nothing else is tried against a URL where nothing is"
+
+
 async def test_an_unreachable_server_fails_the_connection() -> None:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
