@@ -21,8 +21,10 @@ URL` revokes those tokens where the authorization server allows it and forgets t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +43,7 @@ from ..protocol.errors import (
     AuthError,
     AuthorizationRequired,
     ConnectionClosed,
+    EndpointNotFound,
     McpError,
     McpRuntimeError,
     MethodNotFound,
@@ -65,7 +68,11 @@ _mode_option = click.option(
 )
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 _timeout_option = click.option(
-    "--timeout", default=30.0, show_default=True, type=float, help="Seconds to wait for each answer."
+    "--timeout",
+    default=30.0,
+    show_default=True,
+    type=float,
+    help="Seconds the server has to connect (the version probe and the handshake together), then to answer.",
 )
 _url_option = click.option("--url", help="A Streamable HTTP server's URL (instead of a command after `--`).")
 _no_auth_option = click.option(
@@ -119,16 +126,57 @@ def _options(
     }
 
 
-def _client(command: tuple[str, ...], url: str | None, options: dict[str, Any], *, auth: bool = True) -> Client:
-    """The client for a server command (stdio) or a URL (Streamable HTTP, with OAuth unless `auth`
-    is off; nothing of it is imported for stdio)."""
+class ServerStderr:
+    """Where a stdio server's stderr goes: a temporary file (never a pipe nobody reads, which would
+    stall a chatty server), so that its last lines can be shown when it dies or hangs."""
+
+    TAIL_BYTES = 4000
+    TAIL_LINES = 20
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the server's lifetime
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+    def tail(self) -> str:
+        """The last lines the server wrote (empty when it wrote nothing)."""
+        try:
+            size = self.file.seek(0, os.SEEK_END)
+            self.file.seek(max(0, size - self.TAIL_BYTES))
+            text = self.file.read().decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+        lines = text.splitlines()[-self.TAIL_LINES :]
+        return "\n".join(f"  | {line}" for line in lines)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _with_tail(message: str, stderr: ServerStderr | None) -> str:
+    tail = stderr.tail() if stderr is not None else ""
+    return f"{message}\nthe server's last words (stderr):\n{tail}" if tail else message
+
+
+def _client(
+    command: tuple[str, ...],
+    url: str | None,
+    options: dict[str, Any],
+    *,
+    auth: bool = True,
+    stderr: ServerStderr | None = None,
+) -> Client:
+    """The client for a server command (stdio; its stderr kept in `stderr`) or a URL (Streamable
+    HTTP, with OAuth unless `auth` is off; nothing of it is imported for stdio)."""
     if url is not None and command:
         raise click.UsageError("give either --url or a server command after `--`, not both")
     if url is None and not command:
         raise click.UsageError("give the server command after `--`, e.g. `-- python server.py`, or --url URL")
     try:
         if url is None:
-            return Client(stdio(list(command), stderr=subprocess.DEVNULL), **options)
+            sink = stderr.fileno() if stderr is not None else subprocess.DEVNULL
+            return Client(stdio(list(command), stderr=sink), **options)
         from ..client.http.connector import http
 
         return Client(http(url, timeout=options["timeouts"].request, auth=oauth() if auth else None), **options)
@@ -146,8 +194,17 @@ def _run(
     *,
     auth: bool = True,
 ) -> Any:
-    client = _client(command, url, options, auth=auth)
+    stderr = ServerStderr() if url is None else None
+    try:
+        return _run_client(_client(command, url, options, auth=auth, stderr=stderr), url, work, auth, stderr)
+    finally:
+        if stderr is not None:
+            stderr.close()
 
+
+def _run_client(  # noqa: PLR0912 - one explanation per kind of failure
+    client: Client, url: str | None, work: Callable[[Client], Awaitable[Any]], auth: bool, stderr: ServerStderr | None
+) -> Any:
     async def main() -> Any:
         async with client:
             return await work(client)
@@ -161,13 +218,19 @@ def _run(
     except RequestTimeout as exc:
         bad = client.last_bad_frames
         hint = f"; it wrote {bad} line(s) that are not JSON" if bad else "; is it an MCP stdio server?"
-        raise click.ClickException(f"the server did not answer in time ({exc}){hint if url is None else ''}") from None
+        message = f"the server did not answer in time ({exc}){hint if url is None else ''}"
+        raise click.ClickException(_with_tail(message, stderr)) from None
+    except EndpointNotFound as exc:
+        raise click.ClickException(str(exc)) from None
     except ConnectionClosed as exc:
         if url is not None:
             raise click.ClickException(f"no answer from {url}: {exc}") from None
-        raise click.ClickException(
-            "the server closed the connection (it crashed or exited); run the command by hand to see its errors"
-        ) from None
+        tail = stderr.tail() if stderr is not None else ""
+        if tail:
+            message = f"the server closed the connection (it crashed or exited); its last words (stderr):\n{tail}"
+        else:
+            message = "the server closed the connection (it crashed or exited) without writing anything to stderr"
+        raise click.ClickException(message) from None
     except NegotiationError as exc:
         raise click.ClickException(f"could not agree on a protocol version: {exc}") from None
     except AuthorizationRequired as exc:

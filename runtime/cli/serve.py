@@ -5,13 +5,15 @@
 
 The target is `FILE_OR_MODULE:ATTR` (ATTR defaults to `server`; a function returning a `Server`
 works too). Bound to a loopback address, the endpoint refuses other Host and Origin headers (DNS
-rebinding protection); bound elsewhere, cross-origin requests need `--allow-origin`.
+rebinding protection); bound elsewhere, cross-origin requests need `--allow-origin`. Ctrl-C
+stops it gracefully, with exit status 0.
 """
 
 from __future__ import annotations
 
 import click
 
+from ..server.http.run import endpoint_url
 from ..server.http.security import HttpSecurity
 
 
@@ -36,14 +38,17 @@ def serve(  # noqa: PLR0913  (click passes each option as an argument)
     from ..server.http.workers import load_server
 
     try:
-        server = load_server(target)
+        server = load_server(target, notice=lambda text: click.echo(f"note: {text}", err=True))
     except ImportError as exc:
         raise click.ClickException(f"cannot import {target}: {exc}") from None
     except (LookupError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     security = HttpSecurity(allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
-    click.echo(f"serving {server.info.get('name')} at http://{host}:{port}{path}", err=True)
+    click.echo(f"serving {server.info.get('name')} at {endpoint_url(host, port, path)}", err=True)
     try:
         server.run_http(host, port, path, log_level=log_level, security=security)
     except ImportError as exc:
         raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:  # a Ctrl-C outside uvicorn's own handling: stopping is what was asked
+        pass
+    click.echo("stopped", err=True)

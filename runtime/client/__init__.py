@@ -72,13 +72,14 @@ DEFAULT_CLIENT_INFO = {"name": "mcpgen", "version": "0.1.0"}
 Target = Transport | Connector | Servable | Sequence[str] | str
 
 
-def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
+def connector_for(target: Target, *, auth: Any = None, timeout: float | None = None) -> Transport | Connector:
     """What `Client(target)` connects through: a transport, a connector, a `Server` (served in this
-    process), a command list (stdio) or a URL (Streamable HTTP; `auth` is an `httpx.Auth` for it)."""
+    process), a command list (stdio) or a URL (Streamable HTTP; `auth` is an `httpx.Auth` for it,
+    `timeout` bounds closing the connection)."""
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         from .http.connector import http
 
-        return http(target, auth=auth)
+        return http(target, auth=auth, close_timeout=timeout)
     if auth is not None:
         raise TypeError("auth= applies to a server URL; give it to the connector instead, e.g. http(url, auth=...)")
     if isinstance(target, Transport):
@@ -156,7 +157,7 @@ class Client(TypedCalls):
         check_callback("ClientHooks.on_resource_updated", hooks_.on_resource_updated, 1)
         check_callback("ClientHooks.on_log", hooks_.on_log, 3)
         self.mode = mode
-        self.target = connector_for(server, auth=auth)
+        self.target = connector_for(server, auth=auth, timeout=options.timeouts.request)
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
         self._capability_overrides = capabilities
         self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
@@ -329,6 +330,12 @@ class Client(TypedCalls):
         return await self.requests.request(
             method, params, timeout=timeout, progress=progress, resolve_input=resolve_input
         )
+
+    async def ping(self, *, timeout: Timeout = DEFAULT) -> None:
+        """Check that the server is alive, on any version: `ping` where the version has it (the
+        handshake era), else the request every server of the version answers (`server/discover`).
+        Raises like any call (`RequestTimeout`, `ConnectionClosed`, ...)."""
+        await self.speaks.ping(self, timeout)
 
     async def retry(
         self, method: str, params: Mapping[str, Any] | None, result: Any, responses: Mapping[str, Any]

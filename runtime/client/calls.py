@@ -3,7 +3,8 @@
 Each is one table method (`Client.request` checks and sends it); listing iterators follow
 `nextCursor` page after page, at most `max_pages` pages (`PaginationError` past that, or when
 the server repeats a cursor). Structured tool output is checked against the tool's
-`outputSchema` (`StructuredOutputError`), the schemas learned from `tools/list`.
+`outputSchema` (`StructuredOutputError`), the schemas learned from `tools/list`; a schema that
+cannot be used (a `$ref` to nothing) is a `StructuredOutputError` too, never the validator's own.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..core.session import DEFAULT, Timeout
 from ..protocol import wire
 from ..protocol.capabilities import has_capability
 from ..protocol.errors import HeaderMismatch, McpError, PaginationError, StructuredOutputError
-from ..protocol.schema_check import SchemaCheck
+from ..protocol.schema_check import InvalidSchema, SchemaCheck
 
 if TYPE_CHECKING:
     from mcpgen.generated.types import (
@@ -93,7 +94,13 @@ class OutputChecker:
         structured = wire.field(result, "structured_content")
         if structured is None:
             raise StructuredOutputError(f"tool {name} has an outputSchema but its result carries no structuredContent")
-        problem = validator.problem(structured)
+        try:
+            problem = validator.problem(structured)
+        except InvalidSchema as exc:  # the server's schema is at fault: say so, in our own error type
+            raise StructuredOutputError(
+                f"tool {name} advertised an outputSchema that cannot be checked ({exc}); "
+                "ClientChecks(structured_output=False) turns the check off"
+            ) from None
         if problem is not None:
             raise StructuredOutputError(
                 f"tool {name} returned structuredContent that does not match its outputSchema: {problem}"
@@ -118,9 +125,6 @@ class TypedCalls(abc.ABC):
         progress: ProgressCallback | None = None,
         resolve_input: bool = True,
     ) -> Any: ...
-
-    async def ping(self) -> None:
-        await self.request("ping")
 
     async def _pages(self, method: str, attribute: str) -> AsyncIterator[Any]:
         cursor: str | None = None

@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..core.session import Timeout
 from ..protocol.capabilities import has_capability
-from ..protocol.eras import EraRules, Eras, HandshakeRules, ModernRules
+from ..protocol.eras import LIVENESS_METHOD, EraRules, Eras, HandshakeRules, ModernRules
+from ..protocol.negotiation import DISCOVER_METHOD
 from .subscriptions import ListenRequest, Subscription, listen_stream, pushed_subscription
 
 if TYPE_CHECKING:
@@ -45,6 +47,10 @@ class EraSpeaking(abc.ABC):
         """Ask the server for log messages from `level` up."""
 
     @abc.abstractmethod
+    async def ping(self, client: Client, timeout: Timeout) -> None:
+        """Check that the server is alive with the request this era offers for it."""
+
+    @abc.abstractmethod
     async def roots_changed(self, client: Client) -> None:
         """Tell the server the client's roots changed, where this era can."""
 
@@ -65,6 +71,9 @@ class HandshakeSpeaking(EraSpeaking):
 
     async def set_log_level(self, client: Client, level: str) -> None:
         await client.request("logging/setLevel", {"level": level})
+
+    async def ping(self, client: Client, timeout: Timeout) -> None:
+        await client.request(LIVENESS_METHOD, timeout=timeout)
 
     async def roots_changed(self, client: Client) -> None:
         if has_capability(client.capabilities(), "roots.listChanged"):
@@ -89,6 +98,10 @@ class ModernSpeaking(EraSpeaking):
 
     async def set_log_level(self, client: Client, level: str) -> None:
         """Nothing to send: every later request carries the level."""
+
+    async def ping(self, client: Client, timeout: Timeout) -> None:
+        """No `ping` in this era: `server/discover` is the request every server of it answers."""
+        await client.request(DISCOVER_METHOD, timeout=timeout)
 
     async def roots_changed(self, client: Client) -> None:
         """Nothing to send: the server asks for roots when it needs them."""

@@ -31,11 +31,13 @@ class ElicitationHandler(Protocol):
 class Timeouts:
     """How long the client waits.
 
-    - `request`: seconds for a whole call (None: no limit);
+    - `request`: seconds for a whole call (None: no limit), and for closing the connection;
     - `probe`: how long a server that answered something may take to answer the version probe
-      before it is taken for a handshake-era server;
-    - `startup`: how long a server may take to answer anything at all while connecting (default:
-      `request`, or 60 s without one).
+      before it is taken for a handshake-era server (at most half of what is left of `startup`,
+      so the fallback handshake has time);
+    - `startup`: seconds for connecting as a whole, the probe and the handshake together (default:
+      `request`, or 60 s without one); a server that answers nothing at all by then is not
+      answering (`RequestTimeout`).
     """
 
     request: float | None = 60.0

@@ -8,7 +8,8 @@ bad input into JSON-RPC errors:
 
 - malformed JSON -> -32700 (no id); a batch, a non-object, bad `params` -> -32600;
 - a message over the size limit -> -32600, with the id when its first bytes carry one (an
-  oversized response fails the call it answers instead of leaving it waiting);
+  oversized response fails the call it answers instead of leaving it waiting); so does a response
+  that is not valid JSON (`NaN` in a result) whose head shows the id it answers;
 - what a handler raises: `McpError` -> its code, anything else -> -32603 (a stray cancellation
   included: only a cancellation of the request itself, or of the session, ends the handler quietly).
 
@@ -319,6 +320,9 @@ class Session:
             return
         message = item.decoded if item.decoded is not None else wire.decode(data)
         if isinstance(message, wire.Invalid):
+            if message.response_to is not None:
+                self._on_damaged_answer(message.response_to, message.message)
+                return
             if message.code == PARSE_ERROR:
                 self.bad_frames += 1
             await self._refuse(message, context)
@@ -355,6 +359,14 @@ class Session:
         message = f"message too large: over {item.limit} bytes"
         reply = wire.error(request_id if is_request else None, INVALID_REQUEST, message, {"limit": item.limit})
         await self._reply_quietly(reply, context.reply)
+
+    def _on_damaged_answer(self, request_id: RequestId, problem: str) -> None:
+        """An answer to our call that could not be read: fail the call, do not leave it waiting."""
+        waiting = self.calls.pending.get(request_id)
+        if waiting is None:
+            log.warning("ignored an unreadable response to unknown request %r: %s", request_id, problem)
+            return
+        self.calls.fail(request_id, RemoteProtocolError(f"the answer to {waiting.method} could not be read: {problem}"))
 
     def _on_failure(self, failure: Failure) -> None:
         """The transport could not get our call an answer: fail the call with its reason."""

@@ -198,6 +198,11 @@ class SessionExpired(ConnectionClosed):
     client starts a new session and retries the call once."""
 
 
+class EndpointNotFound(ConnectionClosed):
+    """Streamable HTTP: the URL answered 404 without a JSON-RPC error, outside any session: no MCP
+    endpoint is there (a wrong path). No version negotiation is tried against it."""
+
+
 class ResponseStreamLost(ConnectionClosed):
     """Streamable HTTP, modern era: the response stream of a request broke before its answer, and
     such streams cannot be resumed; the client issues the request again (once) with a new id."""

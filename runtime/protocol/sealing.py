@@ -120,7 +120,7 @@ class StateSealer:
         try:
             envelope = json.loads(_unb64(parts[1]))
             body, bound_method, digest, expiry = envelope["b"], envelope["m"], envelope["d"], envelope["e"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # unsealed state may be nested without end
             raise _refused("unreadable") from None
         if bound_method != method or digest != params_digest(params):
             raise _refused("it belongs to another call (method or params differ)")

@@ -2,7 +2,10 @@
 
 `decode(data)` turns one message's bytes into exactly one of `Request`, `Notification`,
 `Response` or `Invalid` (what to answer, with the id when it can be read). The JSON reader is
-strict: `NaN` and `Infinity` are not JSON and are refused like any other syntax error.
+strict: `NaN` and `Infinity` are not JSON and are refused like any other syntax error. A message
+that is not JSON but whose head shows a response (an id, and `result` or `error`, no `method`) is
+refused without an answer and names the request it answers (`Invalid.response_to`), so the
+waiting caller fails instead of waiting for an answer that already came.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class Invalid:
     message: str
     id: RequestId | None = None
     answer: bool = True
+    response_to: RequestId | None = None  # a damaged response: the id of the request it answers
 
 
 Message: TypeAlias = "Request | Notification | Response | Invalid"
@@ -89,8 +93,58 @@ def decode(data: bytes | str) -> Message:
     try:
         message = loads(data)
     except ValueError as exc:
+        answered = damaged_response(data)
+        if answered is not None:
+            return Invalid(PARSE_ERROR, f"Parse error: {exc}", answer=False, response_to=answered)
         return Invalid(PARSE_ERROR, f"Parse error: {exc}")
     return classify(message)
+
+
+HEAD_BYTES = 1024  # how much of a damaged message is read to find what it was
+
+
+def _first_nested(head: bytes) -> int | None:
+    """Where the first value nested in the top-level one opens (the index just past its `{` or `[`),
+    strings skipped; None when there is none in `head`."""
+    depth, in_string, escaped = 0, False, False
+    for index, byte in enumerate(head):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x7B, 0x5B):  # { [
+            depth += 1
+            if depth == 2:
+                return index + 1
+        elif byte in (0x7D, 0x5D):
+            depth -= 1
+    return None
+
+
+def damaged_response(data: bytes | str) -> RequestId | None:
+    """The id of the request a message that could not be decoded answers, when its head shows it
+    is a response: read leniently (`NaN`, a truncated end), else up to where its first nested
+    value (`result`, `error`) opens. None when the head does not show a response with an id."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    head = raw[:HEAD_BYTES]
+    cut = _first_nested(head)
+    for attempt in (head, head[:cut] if cut is not None else None):
+        if attempt is None:
+            continue
+        try:
+            found = pydantic_core.from_json(attempt, allow_partial=True, allow_inf_nan=True)
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            raw_id = found.get("id")
+            is_response = "method" not in found and ("result" in found or "error" in found)
+            return raw_id if is_response and is_request_id(raw_id) else None
+    return None
 
 
 def classify(message: object) -> Message:  # noqa: PLR0911 - one return per kind of input

@@ -50,6 +50,7 @@ from .features import (
     make_template,
     make_tool,
 )
+from .loading import not_while_loading
 from .options import Caching, DeprecatedServerOptions, Sealing, ServerLimits, resolve_server_options
 from .pagination import CursorSealer
 from .session import ServerSession
@@ -396,6 +397,7 @@ class Server:
 
     def run_stdio(self) -> None:
         """Serve on stdin/stdout until stdin closes (log to stderr)."""
+        not_while_loading("run_stdio()")
         anyio.run(self.serve_stdio)
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
@@ -416,6 +418,7 @@ class Server:
         (needs the `http` extra: `pip install 'mcpgen[http]'`)."""
         from .http.run import require_uvicorn, run_http
 
+        not_while_loading("run_http()")
         require_uvicorn()  # before anything else: without the extra, one line that names it
         run_http(self.http_app(path, **options), host=host, port=port, log_level=log_level)
 

@@ -78,6 +78,36 @@ def test_broken_servers_get_a_clear_message(script: str, message: str) -> None:
     assert "Traceback" not in out
 
 
+def test_a_crashing_servers_own_message_is_shown() -> None:
+    """Defect: `call` and `inspect` discarded the server's stderr, so a crashing server's own
+    message was lost; its last lines are shown when it dies."""
+    script = "import sys\nprint('starting', file=sys.stderr)\nraise RuntimeError('the config file is missing')\n"
+    for args in (("inspect",), ("call", "add")):
+        code, out = run(*args, "--", sys.executable, "-c", script)
+        assert code == 1
+        assert "closed the connection" in out and "RuntimeError: the config file is missing" in out, out
+        assert "starting" in out
+
+
+RECORDING_HUNG_SERVER = (
+    "import json, sys\n"
+    "for line in sys.stdin:\n"
+    "    with open({path!r}, 'a') as seen:\n"
+    "        seen.write(json.loads(line).get('method', '-') + '\\n')\n"
+)
+
+
+def test_a_hung_server_gets_one_timeout_for_connecting_not_one_per_step(tmp_path: Path) -> None:
+    """Defect: `--timeout 5` against a hung server took 12.4 s: the probe waited the whole timeout,
+    then initialize waited it again. The timeout bounds connecting as a whole: a server that
+    answers nothing within it is not sent initialize at all."""
+    seen = tmp_path / "seen.txt"
+    script = RECORDING_HUNG_SERVER.format(path=str(seen))
+    code, out = run("inspect", "--timeout", "1", "--", sys.executable, "-c", script)
+    assert code == 1 and "did not answer in time" in out
+    assert seen.read_text().split() == ["server/discover", "ping"]
+
+
 def test_bad_arguments() -> None:
     code, out = run("call", "add", "--args", "{nope", "--", *SERVER)
     assert code == 2 and "not JSON" in out
@@ -114,6 +144,35 @@ def test_inspect_with_a_pinned_version_lists_a_server_that_lacks_features() -> N
     report = json.loads(out)
     assert [t["name"] for t in report["tools"]] == ["only"]
     assert report["prompts"] == [] and report["resources"] == []
+
+
+LIST_OF_MODELS = (
+    "import sys; sys.path.insert(0, {repo!r})\n"
+    "from pydantic import BaseModel\n"
+    "from mcpgen.runtime import Server\n"
+    "class Item(BaseModel):\n"
+    "    name: str\n"
+    "server = Server('items')\n"
+    "@server.tool()\n"
+    "def items() -> list[Item]:\n"
+    "    return [Item(name='a')]\n"
+    "@server.tool()\n"
+    "def maybe() -> Item | None:\n"
+    "    return Item(name='b')\n"
+    "server.run_stdio()\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["handshake", "auto"])
+def test_call_of_a_tool_returning_a_list_of_models(mode: str) -> None:
+    """Defect: the advertised outputSchema's `$ref`s pointed at nothing, and `mcpgen call` exited 1."""
+    script = LIST_OF_MODELS.format(repo=str(REPO))
+    code, out = run("call", "items", "--mode", mode, "--json", "--", sys.executable, "-c", script)
+    assert code == 0, out
+    assert json.loads(out)["structuredContent"] == {"result": [{"name": "a"}]}
+    code, out = run("call", "maybe", "--mode", mode, "--json", "--", sys.executable, "-c", script)
+    assert code == 0, out
+    assert json.loads(out)["structuredContent"] == {"result": {"name": "b"}}
 
 
 # -- progress, logs and input ------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,74 @@ def test_mcpgen_serve_serves_a_server_file_over_http() -> None:
             timeout=30,
         )
         assert reply.json()["result"]["structuredContent"] == {"result": 5}
+
+
+def test_ctrl_c_stops_mcpgen_serve_cleanly_and_the_log_names_the_endpoint() -> None:
+    """Defect: Ctrl-C made `mcpgen serve` exit 1 ("Aborted!"), and `run_http` logged the URL
+    without the endpoint's path."""
+    port = free_port()
+    command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port)]
+    with process(command, f"MCP endpoint at http://127.0.0.1:{port}/mcp") as proc:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout is not None
+        rest = proc.stdout.read().decode(errors="replace")
+    assert "Traceback" not in rest and "Aborted" not in rest and "stopped" in rest
+
+
+QUICK_START = """from mcpgen.runtime import Server
+
+server = Server("demo")
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+
+server.run_stdio()
+"""
+
+
+@pytest.mark.parametrize("target", ["server.py:server", "notes:server"])
+def test_the_quick_start_file_is_served_from_its_folder(tmp_path: Path, target: str) -> None:
+    """Defect: `mcpgen serve server.py:server` on the quick start's own file hung silently (the file
+    starts a stdio server when imported), and `mcpgen serve notes:server` could not import a module
+    of the current folder."""
+    (tmp_path / f"{target.partition(':')[0].removesuffix('.py')}.py").write_text(QUICK_START)
+    port = free_port()
+    seen: list[str] = []
+    command = [MCPGEN, "serve", target, "--port", str(port)]
+    # stdin stays open, as a terminal's would: a stdio server started at import would wait on it for ever
+    with process(command, "MCP endpoint at", cwd=tmp_path, seen=seen, stdin=subprocess.PIPE):
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/mcp",
+            json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
+            headers={**headers, **modern_headers("tools/call", "add")},
+            timeout=30,
+        )
+        assert reply.json()["result"]["structuredContent"] == {"result": 5}
+    assert any("starts serving when imported (run_stdio())" in line for line in seen), seen
+
+
+def test_a_wrong_url_path_is_reported_as_such_by_the_command_line() -> None:
+    from click.testing import CliRunner
+    from mcpgen.codegen.cli import main
+
+    port = free_port()
+    command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port)]
+    with process(command, "MCP endpoint at"):
+        result = CliRunner().invoke(main, ["inspect", "--no-auth", "--url", f"http://127.0.0.1:{port}/"])
+    assert result.exit_code == 1
+    assert "no MCP endpoint is at that URL" in result.output and f"http://127.0.0.1:{port}/mcp" in result.output
+    assert "protocol version" not in result.output
+
+
+def test_run_http_logs_the_endpoints_url_with_its_path() -> None:
+    from mcpgen.runtime.server.http.run import endpoint_url
+
+    assert endpoint_url("127.0.0.1", 8000, "/mcp") == "http://127.0.0.1:8000/mcp"
+    assert endpoint_url("::1", 8000, "/api/mcp") == "http://[::1]:8000/api/mcp"
+    assert endpoint_url("0.0.0.0", 80, None) == "http://0.0.0.0:80/"
 
 
 @pytest.mark.parametrize(

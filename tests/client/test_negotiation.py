@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
 import pytest
-from mcpgen.runtime import Client, NegotiationError, Server, Timeouts, memory_pair
+from mcpgen.runtime import Client, NegotiationError, RequestTimeout, Server, Timeouts, memory_pair
 from support.peers import V25, V26, RawPeer, connected
 
 pytestmark = pytest.mark.anyio
@@ -37,6 +38,15 @@ async def test_modes_against_a_dual_era_server(mode: str, expected: str) -> None
             assert client.server_info == {"name": "neg", "version": "2.0"}
             assert client.server_capabilities is not None and "tools" in client.server_capabilities
             assert client.instructions == "be nice"
+
+
+@pytest.mark.parametrize("mode", ["auto", "handshake", V26, V25])
+async def test_ping_works_on_every_version(mode: str) -> None:
+    """Defect: `client.ping()` raised CapabilityError after the default negotiation (the modern
+    version has no `ping`); it checks liveness with what the negotiated version offers."""
+    async with connected(make_server(), mode=mode) as client:
+        await client.ping()
+        await client.ping(timeout=5)
 
 
 async def test_auto_falls_back_to_initialize_against_a_legacy_only_server() -> None:
@@ -133,13 +143,14 @@ async def test_auto_falls_back_when_the_probe_gets_no_answer() -> None:
     )
 
 
-async def test_auto_waits_for_a_server_that_answers_nothing_until_the_startup_timeout() -> None:
-    version, seen = await run_client(
+async def test_a_server_that_answers_nothing_until_the_startup_timeout_is_not_answering() -> None:
+    """Nothing at all (not even the liveness ping) within the startup time: the connection fails
+    with a timeout then, rather than waiting as long again for initialize."""
+    outcome, seen = await run_client(
         {"initialize": init_result(V25)}, mode="auto", timeouts=Timeouts(probe=0.1, startup=0.5)
     )
-    assert version == V25
-    methods = [m.get("method") for m in seen]
-    assert methods[:3] == ["server/discover", "ping", "initialize"]
+    assert isinstance(outcome, RequestTimeout) and "answered nothing" in str(outcome)
+    assert [m.get("method") for m in seen] == ["server/discover", "ping"]
 
 
 async def test_a_late_discover_answer_is_adopted_after_the_fallback_was_sent() -> None:
@@ -257,3 +268,90 @@ async def test_absent_result_type_counts_as_complete_and_unknown_is_invalid() ->
             with pytest.raises(ProtocolError, match="invalid prompts/get result"):
                 await client.get_prompt("p")
         tg.cancel_scope.cancel()
+
+
+# -- every mix of silence, errors and garbage ends in a typed error within the timeouts -------------------
+
+STATES = ("silent", "error", "junk", "unreadable", "valid")
+VALID = {
+    "server/discover": {"resultType": "complete", "supportedVersions": [V26], "capabilities": {}},
+    "ping": {},
+    "initialize": init_result(V25)["result"],
+}
+
+
+async def answer_as(peer: RawPeer, message: dict[str, Any], state: str) -> None:
+    """Answer one request the way `state` says: nothing, a JSON-RPC error, a line that is not JSON
+    then a result of the wrong shape, a response that is not valid JSON, or the right result."""
+    rid = message["id"]
+    if state == "error":
+        await peer.send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+    elif state == "junk":
+        await peer.send_raw(b"this is not JSON")
+        await peer.send({"jsonrpc": "2.0", "id": rid, "result": [1, "two"]})
+    elif state == "unreadable":
+        await peer.send_raw(b'{"jsonrpc": "2.0", "id": ' + json.dumps(rid).encode() + b', "result": {"x": NaN}}')
+    elif state == "valid":
+        await peer.send({"jsonrpc": "2.0", "id": rid, "result": VALID[message["method"]]})
+
+
+def expected(discover: str, ping: str, initialize: str) -> type[BaseException] | str:
+    if discover == "valid":
+        return V26
+    if discover == "silent" and ping == "silent":
+        return RequestTimeout  # nothing at all within the startup time: initialize is never sent
+    if initialize == "valid":
+        return V25
+    return RequestTimeout if initialize == "silent" else NegotiationError
+
+
+@pytest.mark.parametrize("initialize", STATES)
+@pytest.mark.parametrize("ping", STATES)
+@pytest.mark.parametrize("discover", STATES)
+async def test_every_answer_to_the_probe_and_the_handshake_ends_in_a_typed_error(
+    discover: str, ping: str, initialize: str
+) -> None:
+    """Defect: a server that never answered server/discover, answered ping and refused initialize
+    left the client waiting for ever (probe 0.3 s, request 0.6 s: still waiting after 20 s)."""
+    states = {"server/discover": discover, "ping": ping, "initialize": initialize}
+    want = expected(discover, ping, initialize)
+    # Where the outcome comes from silence, the short timeouts of the report; where it needs an answer
+    # after a timed step, a deadline no loaded machine reaches (the peer answers at once).
+    waits_out = want is RequestTimeout
+    timeouts = Timeouts(probe=0.3, request=0.6) if waits_out else Timeouts(probe=0.3, request=30)
+
+    async def peer_side(peer: RawPeer) -> None:
+        while True:
+            try:
+                message = await peer.receive(timeout=60)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, TimeoutError):
+                return
+            if "id" in message and message.get("method") in states:
+                await answer_as(peer, message, states[message["method"]])
+
+    client_end, server_end = memory_pair()
+    outcome: Any = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(peer_side, RawPeer(server_end))
+        with anyio.fail_after(60):  # a hang guard only
+            try:
+                async with Client(client_end, mode="auto", timeouts=timeouts) as client:
+                    outcome = client.protocol_version
+            except Exception as exc:
+                outcome = exc
+        tg.cancel_scope.cancel()
+    if isinstance(want, str):
+        assert outcome == want
+    else:
+        assert type(outcome) is want, outcome
+
+
+async def test_the_reported_hang_ends_within_the_configured_timeouts() -> None:
+    """The report's own case and numbers: discover unanswered, ping answered, initialize refused."""
+    outcome, seen = await run_client(
+        {"ping": PONG, "initialize": {"error": {"code": -32603, "message": "no"}}},
+        mode="auto",
+        timeouts=Timeouts(probe=0.3, request=0.6),
+    )
+    assert isinstance(outcome, (NegotiationError, RequestTimeout)), outcome  # a typed error, not a hang
+    assert "initialize" in [m.get("method") for m in seen]

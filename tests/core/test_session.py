@@ -147,6 +147,50 @@ async def test_oversized_messages_are_refused_and_serving_goes_on() -> None:
         await still_serving(peer)
 
 
+DAMAGED_ANSWERS = [
+    pytest.param(b'{"jsonrpc": "2.0", "id": %s, "result": {"action": "accept", "content": {"n": NaN}}}', id="nan"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": %s, "result": Infinity}', id="infinity-at-the-top"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": %s, "result": {"action": "accept", "content": {"n": "\xff"}}}', id="utf8"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": %s, "result": ' + b"[" * 2000 + b"]" * 2000 + b"}", id="too-deep"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": %s, "error": {"code": 1, "message": "x"}} trailing', id="trailing"),
+]
+
+
+@pytest.mark.parametrize("damaged", DAMAGED_ANSWERS)
+async def test_an_unreadable_answer_to_the_servers_request_fails_that_request(damaged: bytes) -> None:
+    """Defect: a reply frame that is not valid JSON (`NaN` in an elicitation answer) left the
+    server's request waiting for ever; its id can be read from its head, as for oversized frames."""
+    from mcpgen.runtime import elicit
+
+    server = make_server()
+
+    @server.tool()
+    async def ask(ctx: RequestContext) -> str:
+        if ctx.input_response("n") is None:
+            return ctx.input_required(
+                n=elicit("a number?", {"type": "object", "properties": {"n": {"type": "number"}}})
+            )
+        return "answered"
+
+    async with raw_server(server) as peer:
+        init = {
+            "protocolVersion": V25,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        assert (await peer.request(1, "initialize", init))["result"]["protocolVersion"] == V25
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask"}})
+        asked = await peer.receive()
+        assert asked["method"] == "elicitation/create"
+        request_id = asked["id"]
+        await peer.send_raw(damaged % (repr(request_id).replace("'", '"').encode(),))
+        reply = await peer.receive(timeout=30)  # a hang guard: the answer comes at once
+        assert reply["id"] == 2
+        assert "could not be read" in str(reply.get("result", reply.get("error")))
+        await still_serving(peer)
+
+
 def test_line_splitter_never_buffers_more_than_the_limit() -> None:
     splitter = LineSplitter(limit=100)
     frames = []

@@ -72,3 +72,35 @@ def test_defaults_in_a_schema_never_change_the_value() -> None:
     value: dict[str, Any] = {}
     assert SchemaCheck(schema).problem(value) is None
     assert value == {}
+
+
+def test_defects_name_what_makes_a_schema_unusable() -> None:
+    from mcpgen.runtime.protocol.schema_check import defects
+
+    nested_defs = {
+        "type": "object",
+        "properties": {"result": {"$defs": {"Item": {"type": "object"}}, "items": {"$ref": "#/$defs/Item"}}},
+    }
+    assert defects(nested_defs) == ["$ref '#/$defs/Item' points at nothing in the schema"]
+    hoisted = {
+        "type": "object",
+        "properties": {"result": {"items": {"$ref": "#/$defs/Item"}}},
+        "$defs": {"Item": {"type": "object"}},
+    }
+    assert defects(hoisted) == []
+    assert defects({"properties": {"a": {"$ref": "https://example.com/s.json"}}}) == [
+        "$ref 'https://example.com/s.json' points outside the schema"
+    ]
+    assert defects({"type": 5})[0].startswith("not a valid JSON Schema")
+    # data is not schema: a `$ref` inside a `const` or a property named `default` is looked at rightly
+    assert defects({"const": {"$ref": "#/nowhere"}, "properties": {"default": {"$ref": "#/properties"}}}) == []
+
+
+def test_an_unusable_schema_raises_our_own_error_not_the_validators() -> None:
+    from mcpgen.runtime.protocol.schema_check import InvalidSchema
+
+    check = SchemaCheck({"type": "object", "properties": {"x": {"$ref": "#/$defs/Gone"}}})
+    with pytest.raises(InvalidSchema, match="Gone"):
+        check.problem({"x": 1})
+    with pytest.raises(InvalidSchema, match="not a valid JSON Schema"):
+        SchemaCheck({"type": "object", "properties": {"x": {"type": 5}}}).problem({"x": 1})

@@ -68,3 +68,25 @@ def test_refusals_keep_the_id_when_there_is_one_and_answer_only_requests() -> No
 )
 def test_error_codes_map_to_http_statuses(code: int, status: int) -> None:
     assert http_status(code) == status
+
+
+@pytest.mark.parametrize(
+    ("data", "answers"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 3, "result": {"content": {"n": NaN}}}', 3),
+        (b'{"jsonrpc": "2.0", "id": "a", "result": -Infinity}', "a"),
+        (b'{"jsonrpc": "2.0", "id": 4, "error": {"code": 1, "message": "\xff"}}', 4),
+        (b'{"jsonrpc": "2.0", "id": 5, "result": ' + b"[" * 5000 + b"]" * 5000 + b"}", 5),
+        (b'{"jsonrpc": "2.0", "id": 6, "method": "x", "params": {"n": NaN}}', None),  # a request: answered -32700
+        (b'{"jsonrpc": "2.0", "result": {"n": NaN}, "id": 7}', 7),
+        (b'{"jsonrpc": "2.0", "result": {"n": x}, "id": 7}', None),  # the readable head does not show the id
+        (b'{"jsonrpc": "2.0", "id": true, "result": NaN}', None),
+        (b"not json", None),
+    ],
+)
+def test_a_damaged_response_names_the_request_it_answers(data: bytes, answers: object) -> None:
+    decoded = wire.decode(data)
+    assert isinstance(decoded, wire.Invalid) and decoded.code == -32700
+    assert decoded.response_to == answers
+    assert decoded.answer is (answers is None), "a response never gets an answer"
+    assert decoded.id is None

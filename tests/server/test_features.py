@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcpgen.generated.v2026_07_28.models import ImageContent, TextContent
 from mcpgen.runtime import (
     CapabilityError,
     Client,
@@ -211,6 +212,136 @@ async def test_modern_logging_only_when_the_request_asks() -> None:
         await client.set_log_level("info")
         await client.call_tool("steps", {"n": 1})
         assert logs == [("info", "step 1")]
+
+
+class Leaf(BaseModel):
+    name: str
+
+
+class Branch(BaseModel):
+    leaves: list[Leaf]
+    best: Leaf | None = None
+
+
+def structured_server() -> Server:
+    server = Server("structured")
+
+    @server.tool()
+    def many() -> list[Leaf]:
+        return [Leaf(name="a"), Leaf(name="b")]
+
+    @server.tool()
+    def maybe() -> Leaf | None:
+        return Leaf(name="m")
+
+    @server.tool()
+    def nothing() -> Leaf | None:
+        return None
+
+    @server.tool()
+    def tree() -> list[Branch]:
+        return [Branch(leaves=[Leaf(name="x")], best=Leaf(name="x"))]
+
+    @server.tool()
+    def blocks() -> list[TextContent | ImageContent]:
+        return [TextContent(type="text", text="hello"), ImageContent(type="image", data="AAAA", mimeType="image/png")]
+
+    @server.tool()
+    def unchecked() -> Leaf:
+        return Leaf.model_construct(name=5)  # never validated: a wrong type in a model instance
+
+    @server.tool()
+    def unchecked_many() -> list[Leaf]:
+        return [Leaf.model_construct()]  # a required field missing, inside a list
+
+    return server
+
+
+@pytest.mark.parametrize("mode", [*MODES, V25, V26])
+async def test_structured_output_of_lists_optionals_and_nested_models(mode: str) -> None:
+    """Defect: the `$defs` of a wrapped value stayed under `properties.result`, so its `$ref`s pointed
+    at nothing and the client's own check raised jsonschema's internal error on every call."""
+    from mcpgen.runtime.protocol.schema_check import defects
+
+    async with connected(structured_server(), mode=mode) as client:
+        tools = {tool.name: tool async for tool in client.tools()}
+        for name in ("many", "maybe", "nothing", "tree"):
+            schema = tools[name].output_schema.model_dump(by_alias=True, exclude_unset=True)
+            assert defects(schema) == [], name
+        assert (await client.call_tool("many")).structured_content == {"result": [{"name": "a"}, {"name": "b"}]}
+        assert (await client.call_tool("maybe")).structured_content == {"result": {"name": "m"}}
+        assert (await client.call_tool("nothing")).structured_content == {"result": None}
+        tree = (await client.call_tool("tree")).structured_content
+        assert tree == {"result": [{"leaves": [{"name": "x"}], "best": {"name": "x"}}]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_list_of_content_blocks_is_content_not_structured_output(mode: str) -> None:
+    async with connected(structured_server(), mode=mode) as client:
+        tools = {tool.name: tool async for tool in client.tools()}
+        assert tools["blocks"].output_schema is None
+        result = await client.call_tool("blocks")
+        assert result.structured_content is None
+        assert [block.type for block in result.content] == ["text", "image"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_unvalidated_model_is_checked_by_its_value(mode: str) -> None:
+    """Defect: a model built with `model_construct` passed as valid (its type was checked, not its
+    value), so the tool sent structured content that broke its own outputSchema."""
+    async with connected(structured_server(), mode=mode) as client:
+        for name in ("unchecked", "unchecked_many"):
+            result = await client.call_tool(name)
+            assert result.is_error is True, name
+            assert result.structured_content is None
+            assert "outputSchema" in result.content[0].text
+
+
+def test_a_return_type_whose_schema_would_be_unusable_is_refused_at_registration() -> None:
+    from mcpgen.runtime.server.features.tools import _output_schema
+    from pydantic import TypeAdapter
+
+    broken = TypeAdapter(list[Leaf])
+    broken.json_schema = lambda **_: {"type": "array", "items": {"$ref": "#/$defs/Gone"}}  # type: ignore[method-assign]
+    with pytest.raises(TypeError, match="points at nothing"):
+        _output_schema(broken, list[Leaf], "odd")
+
+
+async def test_the_client_never_raises_the_validators_own_errors() -> None:
+    """A server that advertises a schema whose `$ref` points at nothing: the client says so with its
+    own `StructuredOutputError`, not jsonschema's internal exception."""
+    from mcpgen.runtime import StructuredOutputError
+
+    schema = {
+        "type": "object",
+        "properties": {"result": {"$defs": {"Leaf": {"type": "object"}}, "items": {"$ref": "#/$defs/Leaf"}}},
+    }
+    client_end, server_end = memory_pair()
+    peer = RawPeer(server_end)
+
+    async def scripted() -> None:
+        while True:
+            try:
+                message = await peer.receive(timeout=10)
+            except anyio.EndOfStream:
+                return
+            method, answer = message.get("method"), None
+            if method == "initialize":
+                info = {"name": "s", "version": "1"}
+                answer = {"protocolVersion": V25, "capabilities": {"tools": {}}, "serverInfo": info}
+            elif method == "tools/list":
+                answer = {"tools": [{"name": "many", "inputSchema": {"type": "object"}, "outputSchema": schema}]}
+            elif method == "tools/call":
+                answer = {"content": [], "structuredContent": {"result": [{}]}}
+            if answer is not None:
+                await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": answer})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(scripted)
+        async with Client(client_end, mode="handshake") as client:
+            with pytest.raises(StructuredOutputError, match="cannot be checked"):
+                await client.call_tool("many")
+        tg.cancel_scope.cancel()
 
 
 # -- prompts, resources, completions ----------------------------------------------------------------

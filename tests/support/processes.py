@@ -27,19 +27,28 @@ def free_port() -> int:
 
 @contextmanager
 def process(
-    command: list[str], ready: str, env: Mapping[str, str] | None = None, timeout: float = 60
+    command: list[str],
+    ready: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
+    seen: list[str] | None = None,
+    stdin: int | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run `command` until the block ends; enter once a line of its output contains `ready`."""
+    """Run `command` (in `cwd`, default the repository; `stdin` as `subprocess.Popen` takes it)
+    until the block ends; enter once a line of its output contains `ready` (the lines up to it
+    are appended to `seen` when given)."""
     proc = subprocess.Popen(
         command,
-        cwd=REPO,
+        cwd=cwd or REPO,
+        stdin=stdin,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         bufsize=0,
     )  # unbuffered: readline never reads past the line select() saw
     assert proc.stdout is not None
-    seen: list[str] = []
+    seen = [] if seen is None else seen
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)
     deadline = time.monotonic() + timeout
@@ -63,6 +72,8 @@ def process(
             proc.kill()
             proc.wait()
         proc.stdout.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
 
 
 @contextmanager

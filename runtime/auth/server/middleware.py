@@ -6,7 +6,10 @@
 - Refuses requests whose token lacks a required scope: 403 with `error="insufficient_scope"` and
   every scope the operation needs. Besides the fixed `required_scopes`, a `scopes_for_request`
   hook sees the parsed JSON-RPC message of each POST (the body is buffered up to `max_body_size`
-  bytes and replayed to the app) and returns the scopes that message needs.
+  bytes and replayed to the app) and returns the scopes that message needs. The body is decoded
+  by the runtime's one JSON-RPC reader (`protocol.wire.decode`), and the body with its decoded
+  message goes to the app under `MESSAGE_SCOPE_KEY`: the endpoint never parses it again, and bad
+  JSON of any kind (too deep, `NaN`, not UTF-8, ...) has one outcome, the app's 400 (-32700).
 - Passes the validated principal on as `scope["mcpgen.auth"]` (`AUTH_SCOPE_KEY`), an `AuthInfo`.
 - DPoP (RFC 9449), on by default when the `auth` extra is installed: a DPoP-bound token (one whose
   `AuthInfo.dpop_jkt` is set) is accepted only as `Authorization: DPoP <token>` with one `DPoP`
@@ -25,11 +28,12 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, TypeAlias
 
+from ...protocol import wire
 from ..shared._util import canonical_resource, origin, union_scopes
 from ..shared.challenge import format_challenge
 from ..shared.errors import InvalidToken, VerifierUnavailable
 from ..shared.metadata import PRM_WELL_KNOWN
-from ..shared.principal import AUTH_SCOPE_KEY, AuthInfo, confirmation_jkt
+from ..shared.principal import AUTH_SCOPE_KEY, MESSAGE_SCOPE_KEY, AuthInfo, confirmation_jkt
 from ..shared.signing import jwt_available
 from .dpop import DPoPProofChecker, InvalidDPoPProof
 from .verifiers import TokenVerifier
@@ -127,9 +131,10 @@ class BearerAuthMiddleware:
             await self.app(scope, receive, send)
         else:
             info = await self._verify(scope, send)
-            replay = await self._check_scopes(info, scope, receive, send) if info is not None else None
-            if info is not None and replay is not None:
-                await self.app({**scope, AUTH_SCOPE_KEY: info}, replay, send)
+            checked = await self._check_scopes(info, scope, receive, send) if info is not None else None
+            if info is not None and checked is not None:
+                replay, extra = checked
+                await self.app({**scope, **extra, AUTH_SCOPE_KEY: info}, replay, send)
 
     async def _verify(self, scope: Scope, send: Send) -> AuthInfo | None:
         """The principal of the request, or None after answering 401 (or 503)."""
@@ -178,16 +183,22 @@ class BearerAuthMiddleware:
         )
         return info
 
-    async def _check_scopes(self, info: AuthInfo, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """The `receive` to hand the app (replaying a buffered body), or None after answering 403/413."""
+    async def _check_scopes(
+        self, info: AuthInfo, scope: Scope, receive: Receive, send: Send
+    ) -> tuple[Receive, dict[str, Any]] | None:
+        """The `receive` to hand the app (replaying a buffered body) and what to add to its scope
+        (the body and its decoded message), or None after answering 403/413."""
         needed = list(self.required_scopes)
+        extra: dict[str, Any] = {}
         if self.scopes_for_request is not None and scope.get("method") == "POST":
             try:
                 body, receive = await self._buffer(receive)
             except _BodyTooLarge:
                 await _send_json(send, 413, {"error": "request_too_large"})
                 return None
-            needed = union_scopes(needed, await self._hook_scopes(body))
+            message = wire.decode(body)
+            extra[MESSAGE_SCOPE_KEY] = (body, message)
+            needed = union_scopes(needed, await self._hook_scopes(message))
         missing = [s for s in needed if not self.scope_satisfied(info.scopes, s)]
         if missing:
             params = {
@@ -197,7 +208,7 @@ class BearerAuthMiddleware:
             }
             await self._challenge(send, 403, params, "insufficient scope")
             return None
-        return receive
+        return receive, extra
 
     def _credentials(self, scope: Scope) -> tuple[str, str] | None:
         """(`bearer` or `dpop`, the token) of the `Authorization` header, or None."""
@@ -216,21 +227,19 @@ class BearerAuthMiddleware:
     def _scope_param(scopes: Sequence[str]) -> str | None:
         return " ".join(scopes) if scopes else None
 
-    async def _hook_scopes(self, body: bytes) -> list[str]:
+    async def _hook_scopes(self, message: wire.Message) -> list[str]:
+        """The scopes the hook asks for a request or notification; nothing for anything else (bad
+        JSON, a batch, a response: the app refuses what it cannot serve)."""
         assert self.scopes_for_request is not None
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            return []  # not JSON: the app answers with a parse error
-        messages = parsed if isinstance(parsed, list) else [parsed]
-        scopes: list[str] = []
-        for message in messages:
-            if not isinstance(message, dict):
-                continue
-            result = self.scopes_for_request(message)
-            found = await result if inspect.isawaitable(result) else result
-            scopes = union_scopes(scopes, [s for s in found if isinstance(s, str) and s])
-        return scopes
+        if isinstance(message, wire.Request):
+            parsed = wire.request(message.id, message.method, message.params)
+        elif isinstance(message, wire.Notification):
+            parsed = wire.notification(message.method, message.params)
+        else:
+            return []
+        result = self.scopes_for_request(parsed)
+        found = await result if inspect.isawaitable(result) else result
+        return union_scopes([], [s for s in found if isinstance(s, str) and s])
 
     async def _buffer(self, receive: Receive) -> tuple[bytes, Receive]:
         """Read the whole request body (at most `max_body_size` bytes) and a `receive` that replays it."""

@@ -1,7 +1,9 @@
 """The authenticated principal of a request on the server side.
 
 `BearerAuthMiddleware` puts an `AuthInfo` into the ASGI scope under `AUTH_SCOPE_KEY`
-(`scope["mcpgen.auth"]`); the HTTP transport hands it to handlers as `ctx.auth`.
+(`scope["mcpgen.auth"]`); the HTTP transport hands it to handlers as `ctx.auth`. A middleware that
+had to read a POST's body (to find the scopes its message needs) leaves the body and its decoded
+message under `MESSAGE_SCOPE_KEY`, so the endpoint reads and parses each body once.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from ._util import now
 from .errors import InvalidToken
 
 AUTH_SCOPE_KEY = "mcpgen.auth"
+MESSAGE_SCOPE_KEY = "mcpgen.message"  # (body bytes, `protocol.wire.decode(body)`)
 
 
 @dataclass(frozen=True)

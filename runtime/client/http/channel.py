@@ -41,6 +41,9 @@ log = logging.getLogger("mcpgen.runtime.client.http")
 
 INITIALIZE = "initialize"
 RESUME_ATTEMPTS = 3  # consecutive reconnections that bring nothing before a stream is given up
+HEALTHY_STREAM = 1.0  # seconds: a stream open at least this long was no flapping
+MIN_RETRY = 0.1  # seconds: a server's `retry` below this, with streams that end at once, gets backoff
+BACKOFF_START, BACKOFF_MAX = 0.1, 30.0  # seconds: the first backed-off delay, doubled up to the last
 ERROR_BODY_BYTES = 64 * 1024
 DRAIN_SECONDS = 1.0  # how long the end of a stream is waited for once its answer came
 
@@ -54,6 +57,26 @@ class InFlight:
     method: str
     self_contained: bool
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
+
+class Reconnection:
+    """When to open an event stream again after it ended: after the server's `retry` (else
+    `default`), except when streams keep ending at once and the server asks for (almost) no
+    delay, which would reconnect without bound: then after a delay that doubles each time
+    (`BACKOFF_START` up to `BACKOFF_MAX`), until a stream stays open or the server asks for a
+    real delay again."""
+
+    def __init__(self, default: float) -> None:
+        self.default = default
+        self.streak = 0  # streams in a row that ended at once with (almost) no retry asked
+
+    def delay(self, retry_ms: int | None, lifetime: float) -> float:
+        asked = retry_ms / 1000 if retry_ms is not None else self.default
+        if lifetime >= HEALTHY_STREAM or asked >= MIN_RETRY:
+            self.streak = 0
+            return asked
+        self.streak += 1
+        return max(asked, min(BACKOFF_START * 2 ** (self.streak - 1), BACKOFF_MAX))
 
 
 class Channel:
@@ -71,6 +94,7 @@ class Channel:
         self.session_id: str | None = None
         self.version: str | None = None  # what the handshake agreed (for MCP-Protocol-Version)
         self.expired = False  # the server ended the session; nothing but a new initialize can go
+        self.reached = False  # the endpoint answered a request with success at least once
         self.handshake = False  # an initialize went out: responses to the server's requests may follow
         self.exchanges: dict[wire.RequestId, InFlight] = {}
         self.tools = ToolHeaders()
@@ -125,8 +149,18 @@ class Channel:
             if isinstance(body, Oversized):  # this body answers this request, whatever its first bytes say
                 limit = f"the {self.limit}-byte message limit"
                 await self._fail(exchange, RemoteProtocolError(f"the answer to {exchange.method} was over {limit}"))
+                return
+            message = _object(body)
+            error = message.get("error") if message is not None and message.get("id") is None else None
+            if isinstance(error, dict) and isinstance(error.get("code"), int):
+                await self._fail(exchange, McpError.from_error(error))  # it could not read our request at all
+                return
+            problem = _not_the_response(exchange, body, message)
+            if problem is not None:  # the exchange is over: the call fails now rather than waiting for ever
+                what = f"the server answered {exchange.method} (HTTP {response.status_code}) with {problem}"
+                await self._fail(exchange, RemoteProtocolError(f"{what}, not its response"))
             else:
-                await self._final(exchange, body)
+                await self._final(exchange, body, message)
         elif kind == "text/event-stream":
             await self._stream(exchange, response)
         else:
@@ -150,12 +184,14 @@ class Channel:
         import httpx
 
         idle = 0
+        reconnection = Reconnection(self.endpoint.reconnect_delay)
+        opened_at = closed_at
         while idle < RESUME_ATTEMPTS:
-            delay = parser.retry / 1000 if parser.retry is not None else self.endpoint.reconnect_delay
-            await anyio.sleep_until(closed_at + delay)
+            await anyio.sleep_until(closed_at + reconnection.delay(parser.retry, closed_at - opened_at))
             headers = {"Accept": "text/event-stream", "Last-Event-ID": str(parser.last_event_id)}
             headers.update(self._session_headers())
             seen = parser.dispatched
+            opened_at = anyio.current_time()
             try:
                 response = await self._send("GET", headers)
             except httpx.TransportError:
@@ -201,6 +237,10 @@ class Channel:
             return False  # a priming event, or an event type that carries no message
         data = event.data.encode()
         message = _object(data)
+        if exchange is not None and message is None and wire.damaged_response(data) == exchange.id:
+            problem = f"the answer to {exchange.method} on its event stream is not valid JSON"
+            await self._fail(exchange, RemoteProtocolError(problem))
+            return True
         if exchange is not None and message is not None:
             if "method" not in message and message.get("id") == exchange.id:
                 await self._final(exchange, data, message)
@@ -230,17 +270,26 @@ class Channel:
 
         parser = SseParser(self.limit)
         idle = 0
+        reconnection = Reconnection(self.endpoint.reconnect_delay)
         while idle < RESUME_ATTEMPTS:
             headers = {"Accept": "text/event-stream", **self._session_headers()}
-            if parser.last_event_id is not None:
-                headers["Last-Event-ID"] = parser.last_event_id
+            resuming = parser.last_event_id
+            if resuming is not None:
+                headers["Last-Event-ID"] = resuming
             seen = parser.dispatched
+            opened_at = anyio.current_time()
             try:
                 response = await self._send("GET", headers)
             except httpx.TransportError as exc:
                 log.debug("the GET stream failed: %s", describe(exc))
             else:
                 try:
+                    if resuming is not None and response.status_code == 410:
+                        log.warning(
+                            "the server no longer has the GET stream's events after %r: some were lost", resuming
+                        )
+                        parser.last_event_id = None  # open it afresh
+                        continue
                     if response.status_code >= 300 or not _is_sse(response):
                         log.debug("no GET stream: HTTP %d", response.status_code)
                         return  # 405: the server offers none; 404: not here (or the session is gone)
@@ -248,7 +297,7 @@ class Channel:
                 finally:
                     await response.aclose()
             idle = 0 if parser.dispatched != seen else idle + 1
-            await anyio.sleep(parser.retry / 1000 if parser.retry is not None else self.endpoint.reconnect_delay)
+            await anyio.sleep(reconnection.delay(parser.retry, anyio.current_time() - opened_at))
 
     async def _put(self, item: Inbound) -> bool:
         try:
@@ -288,6 +337,20 @@ def _object(data: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
+
+
+def _not_the_response(exchange: InFlight, body: bytes, message: dict[str, Any] | None) -> str | None:
+    """What a JSON body that should be the exchange's response is instead (None: it is the response)."""
+    if message is None:
+        if not body.strip():
+            return "an empty body"
+        answered = wire.damaged_response(body)
+        return "a response that is not valid JSON" if answered == exchange.id else "a body that is not a JSON object"
+    if "method" in message:
+        return f"a {'request' if 'id' in message else 'notification'} ({str(message['method'])[:100]!r})"
+    if message.get("id") != exchange.id:
+        return f"a response to another request (id {str(message.get('id'))[:100]!r})"
+    return None
 
 
 def _content_type(response: httpx.Response) -> str:

@@ -45,7 +45,14 @@ from ...core.transport import DEFAULT_MAX_MESSAGE_BYTES, Inbound, Outgoing, Tran
 from ...protocol import http_headers as routing
 from ...protocol import wire
 from ...protocol.eras import message_version
-from ...protocol.errors import METHOD_NOT_FOUND, ConnectionClosed, McpError, McpRuntimeError, SessionExpired
+from ...protocol.errors import (
+    METHOD_NOT_FOUND,
+    ConnectionClosed,
+    EndpointNotFound,
+    McpError,
+    McpRuntimeError,
+    SessionExpired,
+)
 from .channel import INITIALIZE, Channel, InFlight, authorization_refused, describe, http_error
 
 if TYPE_CHECKING:
@@ -68,8 +75,9 @@ class Http:
     for a free pooled connection; `read_timeout`: seconds a response may stay silent (a
     stream's reconnection then starts, or the call fails). `client`: an `httpx.AsyncClient` of
     your own (not closed here). `get_stream`: open the handshake era's GET stream.
-    `terminate_on_close`: DELETE the handshake-era session on close. `reconnect_delay`: seconds
-    before resuming a stream whose server named no `retry`.
+    `terminate_on_close`: DELETE the handshake-era session on close; `close_timeout`: how long
+    that may take (default: `timeout`; a `Client` made from a URL gives its request timeout).
+    `reconnect_delay`: seconds before resuming a stream whose server named no `retry`.
     """
 
     url: str
@@ -81,6 +89,7 @@ class Http:
     client: httpx.AsyncClient | None = None
     get_stream: bool = True
     terminate_on_close: bool = True
+    close_timeout: float | None = None
     reconnect_delay: float = 1.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
@@ -236,6 +245,8 @@ class Connection(Channel):
         response = await self._send("POST", headers, data, request_id=exchange.id)
         try:
             status = response.status_code
+            if status < 300:
+                self.reached = True  # an MCP endpoint is there: a later bare 404 is about the request
             refused = authorization_refused(response, exchange.method)
             if refused is not None:
                 await self._fail(exchange, refused)
@@ -245,6 +256,8 @@ class Connection(Channel):
                     if self.session_id == sent_session:
                         self._session_ended()
                     error = SessionExpired(f"the server ended the session (HTTP 404 on {exchange.method})")
+                elif status == 404 and not self.reached and not _unknown_method(error):
+                    error = EndpointNotFound(_not_found(self.endpoint.url, exchange.method))
                 await self._fail(exchange, error)
             elif status == 202:
                 await self._fail(exchange, McpError(f"the server answered {exchange.method} with 202 and no response"))
@@ -295,12 +308,23 @@ class Connection(Channel):
         self._stop_listening()
         if self.session_id is None or not self.endpoint.terminate_on_close:
             return
-        with anyio.CancelScope(shield=True), anyio.move_on_after(self.endpoint.timeout):
+        limit = self.endpoint.close_timeout if self.endpoint.close_timeout is not None else self.endpoint.timeout
+        with anyio.CancelScope(shield=True), anyio.move_on_after(limit):
             try:
                 response = await self._send("DELETE", self._session_headers())
                 await response.aclose()
             except (httpx.HTTPError, McpRuntimeError) as exc:
                 log.debug("could not end the session: %s", exc)
+
+
+def _not_found(url: str, method: str) -> str:
+    """What a 404 outside any session says: nothing is at that URL, and where endpoints usually are."""
+    import httpx
+
+    parsed = httpx.URL(url)
+    usual = str(parsed.copy_with(path="/mcp", query=None, fragment=None))
+    hint = f"; MCP endpoints are usually at the path /mcp (try {usual})" if parsed.path.rstrip("/") != "/mcp" else ""
+    return f"{url} answered {method} with HTTP 404 Not Found: no MCP endpoint is at that URL{hint}"
 
 
 def _unknown_method(error: McpRuntimeError) -> bool:

@@ -86,7 +86,7 @@ def without_input_required(annotation: Any) -> Any:
 
 def dump(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
     return value
 
 

@@ -4,7 +4,13 @@ A tool's input schema comes from its typed signature (or from a pydantic model t
 argument); its output schema from the return annotation when that is structured data. Return
 values become MCP content: `str` -> text, content dicts/models pass through, anything else is
 structured content (plus its JSON as text, as the spec recommends), checked against the output
-schema first: a tool never sends structured content its own schema refuses.
+schema first: a tool never sends structured content its own schema refuses. The value is checked,
+not its type (a model built with `model_construct` was never validated). A list of content blocks
+(`-> list[TextContent | ImageContent]`) is content, not structured output.
+
+The output schema is the JSON Schema of what the tool sends (pydantic's serialization schema); a
+value that is not an object goes under `result`, with its `$defs` at the top where its `$ref`s
+point. A schema that would not be valid and self-contained is refused when the tool is registered.
 
 A parameter can be mirrored into an HTTP header on Streamable HTTP (`x-mcp-header`):
 `region: Annotated[str, mcp_header("Region")]`.
@@ -12,8 +18,10 @@ A parameter can be mirrored into an HTTP header on Streamable HTTP (`x-mcp-heade
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
 import json
+import types
 import typing
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -24,7 +32,7 @@ import pydantic
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ...protocol.errors import validation_detail
-from ...protocol.schema_check import SchemaCheck
+from ...protocol.schema_check import SchemaCheck, defects
 from .common import dump, hints, is_content, is_context, pydantic_json, text, wire_object, without_input_required
 
 HEADER_KEYWORD = "x-mcp-header"
@@ -100,6 +108,29 @@ def _is_content_model(model: type[BaseModel], content_types: Collection[str]) ->
     return "content" in fields
 
 
+def _is_content_item(annotation: Any, content_types: Collection[str]) -> bool:
+    """Is every value of `annotation` a content block (or a string, which becomes text)?"""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _is_content_item(typing.get_args(annotation)[0], content_types)
+    if annotation is str:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _is_content_model(annotation, content_types)
+    members = _union_members(annotation)
+    return bool(members) and all(_is_content_item(member, content_types) for member in members)
+
+
+def _union_members(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union (`A | B`, `Union[A, B]`, a type alias of one), else ()."""
+    value = getattr(annotation, "__value__", None)  # a `TypeAliasType`
+    if value is not None:
+        return _union_members(value)
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or (origin is not None and origin is getattr(types, "UnionType", None)):
+        return typing.get_args(annotation)
+    return ()
+
+
 def _is_structured(annotation: Any, content_types: Collection[str]) -> bool:
     if annotation in (inspect.Signature.empty, None, type(None), str, Any):
         return False
@@ -108,7 +139,28 @@ def _is_structured(annotation: Any, content_types: Collection[str]) -> bool:
         return _is_structured(typing.get_args(annotation)[0], content_types)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return not _is_content_model(annotation, content_types)
-    return not (origin in (list, tuple) and typing.get_args(annotation) and typing.get_args(annotation)[0] is str)
+    if origin in (list, tuple, collections.abc.Sequence):
+        items = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        return not (items and all(_is_content_item(item, content_types) for item in items))
+    return True
+
+
+def _output_schema(adapter: TypeAdapter[Any], returns: Any, tool_name: str) -> tuple[dict[str, Any], bool]:
+    """The tool's `outputSchema` (what it sends: the serialization schema) and whether the value goes
+    under `result` (it is not an object). The value's `$defs` stay at the top, where its `$ref`s point."""
+    schema = adapter.json_schema(mode="serialization")
+    if schema.get("type") == "object" or (isinstance(returns, type) and issubclass(returns, BaseModel)):
+        output, wrap = _object_schema(schema), False
+    else:
+        defs = schema.pop("$defs", None)
+        output = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+        if defs:
+            output["$defs"] = defs
+        wrap = True
+    problems = defects(output)
+    if problems:
+        raise TypeError(f"tool {tool_name}: its return type gives an outputSchema that is unusable: {problems[0]}")
+    return output, wrap
 
 
 def _arguments(
@@ -156,12 +208,7 @@ def make_tool(  # noqa: PLR0913 - every keyword is a documented option
     output_schema, wrap, adapter = None, False, None
     if structured and returns is not inspect.Signature.empty:
         adapter = TypeAdapter(returns)
-        schema = adapter.json_schema()
-        if schema.get("type") == "object" or (isinstance(returns, type) and issubclass(returns, BaseModel)):
-            output_schema = _object_schema(schema)
-        else:
-            wrap = True
-            output_schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+        output_schema, wrap = _output_schema(adapter, returns, tool_name)
     return ToolDef(
         name=tool_name,
         fn=fn,
@@ -187,16 +234,23 @@ def error_result(message: str) -> dict[str, Any]:
 
 
 def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
+    """Structured output: the value validated (a model instance passes as it is, so what it dumps to
+    is checked against the schema too: a model built with `model_construct` was never validated)."""
     assert tool.output_adapter is not None
     try:
         checked = tool.output_adapter.validate_python(value)
+        structured = tool.output_adapter.dump_python(checked, mode="json", by_alias=True, warnings=False)
     except ValidationError as exc:
         return error_result(
             f"tool {tool.name} returned output that does not match its outputSchema: {validation_detail(exc)}"
         )
-    structured = tool.output_adapter.dump_python(checked, mode="json", by_alias=True)
+    except (TypeError, ValueError, AttributeError) as exc:  # pydantic_core's serialization errors are ValueErrors
+        return error_result(f"tool {tool.name} returned output that cannot be serialised: {exc}")
     if tool.wrap_result:
         structured = {"result": structured}
+    problem = tool.output_check.problem(structured)
+    if problem is not None:
+        return error_result(f"tool {tool.name} returned output that does not match its outputSchema: {problem}")
     return {"content": [text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
 
 

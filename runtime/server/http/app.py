@@ -36,13 +36,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ...auth.shared.principal import AUTH_SCOPE_KEY
+from ...auth.shared.principal import AUTH_SCOPE_KEY, MESSAGE_SCOPE_KEY
 from ...protocol import wire
 from ...protocol.eras import message_version
 from ...protocol.errors import INVALID_REQUEST, http_status
 from ...protocol.http_headers import PROTOCOL_VERSION
 from ..session import ServerSession
 from .asgi import (
+    CLOSE,
+    BodyDeadline,
+    BodyTimeout,
     Disconnected,
     HttpResponse,
     Post,
@@ -81,8 +84,9 @@ class HttpApp:
     - `retry_ms`: the reconnection delay told to handshake-era clients on each SSE stream;
     - `keepalive`: seconds of silence after which a response commits to SSE and gets a `:` comment
       line (and then every `keepalive` seconds), so long calls and listen streams stay open;
-    - `session_idle_timeout` / `max_sessions`: when handshake-era sessions are closed for
-      idleness, and how many may be open (503 past that);
+    - `session_idle_timeout` / `max_sessions` / `max_sessions_per_principal`: when handshake-era
+      sessions are closed for idleness, and how many may be open in all and per authenticated
+      principal (503 past that, with `Retry-After` when an idle session will expire);
     - `auth`: OAuth protection (`mcpgen.runtime.auth.ProtectedResource`; needs httpx, and the
       `auth` extra for `JWTVerifier`): bearer tokens checked, tool scopes enforced, metadata served.
     """
@@ -98,6 +102,7 @@ class HttpApp:
         keepalive: float | None = 15.0,
         session_idle_timeout: float | None = 1800.0,
         max_sessions: int | None = 10_000,
+        max_sessions_per_principal: int | None = 100,
         auth: ProtectedResource | None = None,
     ) -> None:
         self.server = server
@@ -113,6 +118,7 @@ class HttpApp:
             keepalive=keepalive,
             idle_timeout=session_idle_timeout,
             max_sessions=max_sessions,
+            max_sessions_per_principal=max_sessions_per_principal,
             max_message_bytes=self.security.max_body_bytes,
         )
         self._task_group: TaskGroup | None = None
@@ -184,10 +190,15 @@ class HttpApp:
         if kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "http":
+            exchange = HttpResponse(send)
             try:
-                await self._http(scope, receive, send)
+                await self._http(scope, BodyDeadline(receive, self.security.body_timeout), send, exchange)
             except Disconnected:
                 return
+            except BodyTimeout:  # a client that sends its body a byte at a time does not keep the connection
+                if not exchange.started:
+                    text = f"Request Timeout: the body must arrive within {self.security.body_timeout} s"
+                    await exchange.respond(408, error_body(None, INVALID_REQUEST, text), headers=CLOSE)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1003})
 
@@ -198,11 +209,11 @@ class HttpApp:
             path = path[len(root) :]
         return path.rstrip("/") or "/"
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _http(self, scope: Scope, receive: Receive, send: Send, exchange: HttpResponse) -> None:
+        send = exchange.watching(send)  # what is sent around `exchange` (the auth middleware's answers) counts too
         if self.auth is not None and scope.get("path") in self.auth.metadata_paths:
             await self.auth(scope, receive, send)  # the protected resource metadata: public
             return
-        exchange = HttpResponse(send)
         if self.path is not None and self._route_path(scope) != self.path:
             await exchange.respond(404, b"Not Found", b"text/plain; charset=utf-8")
             return
@@ -245,14 +256,18 @@ class HttpApp:
             text = "Not Acceptable: the client must accept application/json and text/event-stream"
             await exchange.respond(406, error_body(None, INVALID_REQUEST, text))
             return
-        limit = self.security.max_body_bytes
-        declared = headers.get("content-length", "")
-        body = None if declared.isdigit() and int(declared) > limit else await read_body(receive, limit)
-        if body is None:
-            text = f"Payload Too Large: a message may have at most {limit} bytes"
-            await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))
-            return
-        message = wire.decode(body)
+        read = scope.get(MESSAGE_SCOPE_KEY)  # the auth middleware read and decoded it already
+        if read is not None:
+            body, message = read
+        else:
+            limit = self.security.max_body_bytes
+            declared = headers.get("content-length", "")
+            found = None if declared.isdigit() and int(declared) > limit else await read_body(receive, limit)
+            if found is None:
+                text = f"Payload Too Large: a message may have at most {limit} bytes"
+                await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))
+                return
+            body, message = found, wire.decode(found)
         post = Post(headers, scope.get(AUTH_SCOPE_KEY), exchange, receive)
         if not self._self_contained(headers, message):
             await self.sessions.post(message, body, post)

@@ -28,6 +28,7 @@ IDLE_CHECK = 15.0  # seconds between checks of a watcher whose server never wake
 
 JSON = b"application/json"
 EVENT_STREAM = b"text/event-stream"
+CLOSE: HeaderList = [(b"connection", b"close")]  # the server closes the connection after this response
 SSE_HEADERS: HeaderList = [
     (b"content-type", EVENT_STREAM),
     (b"cache-control", b"no-cache, no-transform"),
@@ -97,6 +98,17 @@ class HttpResponse:
     @property
     def open(self) -> bool:
         return not (self.finished or self.gone)
+
+    def watching(self, send: Send) -> Send:
+        """`send`, marking this response started when a response starts through it (for answers
+        written by others around this one, such as an authorization middleware's)."""
+
+        async def watched(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.started = True
+            await send(message)
+
+        return watched
 
     async def _write(self, message: Message) -> None:
         if self.gone:
@@ -181,6 +193,30 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
 
 class Disconnected(Exception):
     """The client closed the connection before its request was read."""
+
+
+class BodyTimeout(Exception):
+    """The request's body did not all arrive in time."""
+
+
+class BodyDeadline:
+    """A `receive` that must deliver the whole request body within `seconds` (then `BodyTimeout`);
+    after the body, it passes messages through unbounded (waiting for a disconnect is normal)."""
+
+    def __init__(self, receive: Receive, seconds: float) -> None:
+        self._receive = receive
+        self._deadline = anyio.current_time() + seconds
+        self._done = False
+
+    async def __call__(self) -> Message:
+        if self._done:
+            return await self._receive()
+        with anyio.move_on_after(max(self._deadline - anyio.current_time(), 0.0)):
+            message = await self._receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                self._done = True
+            return message
+        raise BodyTimeout
 
 
 async def watch(

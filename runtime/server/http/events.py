@@ -7,14 +7,21 @@ goes on with it. Ids are `<stream>#<n>`, so an id names its stream (and a stream
 session: the server refuses ids of another session's streams). The modern era has no
 resumption: a broken stream loses its request, which the client sends again.
 
+A resumption is never silently partial: a store replays only from an id it still holds (every
+later event of that stream is then held too), and says None otherwise, which the server answers
+with 410 (the spec lets a server refuse a resumption), so the client learns that events were lost.
+
 `EventStore` is the interface (plug in a shared store for several processes); `MemoryEventStore`
-keeps the last `max_events` events of the process.
+keeps, in this process, the last `per_stream` events of each stream, for at most `max_streams`
+streams (the streams written to least recently are dropped whole past that): at most
+`per_stream * max_streams` events, and one busy stream never evicts another's.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import deque
+import warnings
+from collections import OrderedDict
 from typing import Protocol
 
 
@@ -27,7 +34,8 @@ class EventStore(Protocol):
 
     async def replay(self, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The stream `last_event_id` belongs to and its events after it (id, message; priming
-        events left out), or None when the id is unknown."""
+        events left out); None when that id is not held (unknown, or dropped by a bound): the
+        resumption is then refused, since the events after it can no longer all be replayed."""
         ...
 
     async def forget(self, prefix: str) -> None:
@@ -41,15 +49,24 @@ def stream_of(event_id: str) -> str:
 
 
 class MemoryEventStore:
-    """Events in this process's memory: the most recent `max_events` of all streams."""
+    """Events in this process's memory: the last `per_stream` events of each stream, for at most
+    `max_streams` streams (the least recently written are dropped whole past that)."""
 
-    def __init__(self, max_events: int = 10_000) -> None:
-        if max_events < 1:
-            raise ValueError("max_events must be at least 1")
-        self.max_events = max_events
+    def __init__(self, per_stream: int = 1_000, max_streams: int = 10_000, *, max_events: int | None = None) -> None:
+        if max_events is not None:
+            warnings.warn(
+                "MemoryEventStore(max_events=...) bounded every stream together, so one busy session evicted "
+                "another's events; the bounds are now per_stream= (events of each stream) and max_streams=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            per_stream = max_events
+        if per_stream < 1 or max_streams < 1:
+            raise ValueError("per_stream and max_streams must be at least 1")
+        self.per_stream = per_stream
+        self.max_streams = max_streams
         self._counter = itertools.count(1)
-        self._streams: dict[str, dict[int, bytes | None]] = {}
-        self._order: deque[tuple[str, int]] = deque()  # may hold entries of forgotten streams
+        self._streams: OrderedDict[str, dict[int, bytes | None]] = OrderedDict()  # least recently written first
         self._size = 0
 
     def __len__(self) -> int:
@@ -57,18 +74,19 @@ class MemoryEventStore:
 
     async def store(self, stream: str, data: bytes | None) -> str:
         number = next(self._counter)
-        self._streams.setdefault(stream, {})[number] = data
-        self._order.append((stream, number))
+        events = self._streams.get(stream)
+        if events is None:
+            events = self._streams[stream] = {}
+            while len(self._streams) > self.max_streams:
+                _, dropped = self._streams.popitem(last=False)
+                self._size -= len(dropped)
+        else:
+            self._streams.move_to_end(stream)
+        events[number] = data
         self._size += 1
-        while self._size > self.max_events:
-            old_stream, old_number = self._order.popleft()
-            events = self._streams.get(old_stream)
-            if events is not None and events.pop(old_number, False) is not False:
-                self._size -= 1
-                if not events:
-                    del self._streams[old_stream]
-        if len(self._order) > 2 * self.max_events:  # drop the entries of forgotten streams
-            self._order = deque(item for item in self._order if item[1] in self._streams.get(item[0], ()))
+        if len(events) > self.per_stream:
+            del events[next(iter(events))]  # the oldest of this stream (numbers only grow)
+            self._size -= 1
         return f"{stream}#{number}"
 
     async def replay(self, last_event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
@@ -82,5 +100,3 @@ class MemoryEventStore:
     async def forget(self, prefix: str) -> None:
         for stream in [s for s in self._streams if s.startswith(prefix)]:
             self._size -= len(self._streams.pop(stream))
-        if not self._streams:
-            self._order.clear()

@@ -13,6 +13,12 @@ the `Host` header then names the attacker's domain and `Origin` the attacker's p
 
 Allowed entries are exact (`example.com:8443`, `https://app.example.com`), or end in `:*` for any
 port; `allowed_origins=["*"]` accepts every origin (for a public server that authenticates).
+
+How much, and how slowly: a body over `max_body_bytes` is 413; a request whose head (request line
+and headers) has not all arrived `header_timeout` seconds after the connection was opened (or its
+previous response completed) loses its connection, and one whose body has not all arrived
+`body_timeout` seconds after its head gets 408 and loses its connection, so clients that send a
+byte at a time (slowloris) cannot hold connections open.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 30.0
 
 
 def _split_host(value: str) -> tuple[str, str | None]:
@@ -64,13 +72,18 @@ def is_loopback(host: str | None) -> bool:
 
 @dataclass(frozen=True)
 class HttpSecurity:
-    """Who may talk to the endpoint, and how much. `dns_rebinding_protection=None` turns the strict
-    loopback checks on exactly when the server is bound to a loopback address."""
+    """Who may talk to the endpoint, how much and how slowly (see the module docstring).
+    `dns_rebinding_protection=None` turns the strict loopback checks on exactly when the server is
+    bound to a loopback address. `header_timeout` is applied by the servers mcpgen runs (`run_http`,
+    `serve_http`, `mcpgen serve`; hypercorn's own keep-alive timeout bounds heads on trio),
+    `body_timeout` by the app itself, whoever runs it."""
 
     dns_rebinding_protection: bool | None = None
     allowed_hosts: Sequence[str] = ()
     allowed_origins: Sequence[str] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
     def strict(self, server_host: str | None) -> bool:
         if self.dns_rebinding_protection is not None:

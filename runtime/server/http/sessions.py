@@ -7,9 +7,14 @@ updates) is the standalone GET stream. The id (visible ASCII) comes back in the 
 header of the initialize response, and every later request must carry it: missing -> 400,
 unknown or ended -> 404. A session opened by an authenticated principal is bound to it: a
 request of another principal (or of none) with its id gets the same 404, as if it did not exist.
+Sessions are bounded in all (`max_sessions`) and per authenticated principal
+(`max_sessions_per_principal`), so one principal cannot hold every session; past a bound,
+`initialize` gets 503 with `Retry-After` (and `data.retryAfter`): the earliest a session can have
+expired for idleness, and says how to free one of the principal's own (DELETE).
 Notifications and responses POSTed get 202. `DELETE` ends the session.
 A dropped connection is not a cancellation (the client sends `notifications/cancelled`): the
-stream goes on and can be resumed with `GET` + `Last-Event-ID`. Idle sessions (no request for
+stream goes on and can be resumed with `GET` + `Last-Event-ID`, or is refused with 410 when the
+events after that id are no longer kept (never resumed with a silent gap). Idle sessions (no request for
 `idle_timeout` seconds, nothing open) are closed.
 """
 
@@ -17,8 +22,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import secrets
 import time
+from collections import Counter
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -81,7 +89,7 @@ class HttpSession:
         finally:
             self.closed = True
             server.sessions.discard(self.session)
-            self.owner.sessions.pop(self.id, None)
+            self.owner.remove(self)
             self.standalone.end_now()
             for stream in list(self.streams.values()):
                 stream.end_now()
@@ -105,7 +113,7 @@ class HttpSession:
     def close(self) -> None:
         """End the session: its id answers 404 from now on; in-flight requests are cancelled."""
         self.closed = True
-        self.owner.sessions.pop(self.id, None)
+        self.owner.remove(self)
         self._feed.close()
 
 
@@ -122,6 +130,7 @@ class HandshakeSessions:
         idle_timeout: float | None,
         max_sessions: int | None,
         max_message_bytes: int,
+        max_sessions_per_principal: int | None = None,
     ) -> None:
         self.server = server
         self.store = store
@@ -129,18 +138,32 @@ class HandshakeSessions:
         self.keepalive = keepalive
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
+        self.max_sessions_per_principal = max_sessions_per_principal
         self.max_message_bytes = max_message_bytes
         self.sessions: dict[str, HttpSession] = {}
+        self.held: Counter[str] = Counter()  # open sessions per authenticated principal
         self.task_group: TaskGroup | None = None
+
+    def remove(self, session: HttpSession) -> None:
+        """Forget a session (once, whichever way it ended)."""
+        if self.sessions.pop(session.id, None) is not None and session.principal is not None:
+            self.held[session.principal] -= 1
+            if self.held[session.principal] <= 0:
+                del self.held[session.principal]
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    @property
+    def reap_interval(self) -> float | None:
+        return min(self.idle_timeout / 4, 60.0) if self.idle_timeout is not None else None
+
     async def reap(self) -> None:
         """Close sessions idle for longer than `idle_timeout` (runs while the app runs)."""
-        if self.idle_timeout is None:
+        interval = self.reap_interval
+        if interval is None:
             return
         while True:
-            await anyio.sleep(min(self.idle_timeout / 4, 60.0))
+            await anyio.sleep(interval)
             self.close_idle(time.monotonic())
 
     def close_idle(self, now: float) -> int:
@@ -176,6 +199,11 @@ class HandshakeSessions:
         headers, exchange = post.headers, post.exchange
         request_id = message.id if isinstance(message, (wire.Request, wire.Invalid)) else None
         if isinstance(message, wire.Invalid):
+            if message.response_to is not None:  # an answer to our request that cannot be read: fail the request
+                found_session, _ = self._find(headers, post.auth)
+                if found_session is not None:
+                    context = TransportContext("http", headers=headers, auth=post.auth, can_send_request=True)
+                    await found_session.feed(Frame(data, context, decoded=message))
             await exchange.respond(400, error_body(request_id, message.code, message.message))
             return
         opening = isinstance(message, wire.Request) and message.method in self._session_methods
@@ -216,14 +244,55 @@ class HandshakeSessions:
             text = "the MCP app is not running: serve it with its ASGI lifespan (see Server.http_app)"
             await exchange.respond(500, error_body(request_id, INVALID_REQUEST, text))
             return None
-        if self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
-            await exchange.respond(503, error_body(request_id, INVALID_REQUEST, "too many sessions; retry later"))
+        refused = self._full(principal)
+        if refused is not None:
+            text, retry_after = refused
+            data: dict[str, Any] = {} if retry_after is None else {"retryAfter": retry_after}
+            headers = [] if retry_after is None else [(b"retry-after", str(retry_after).encode())]
+            await exchange.respond(503, error_body(request_id, INVALID_REQUEST, text, data or None), headers=headers)
             return None
         session = HttpSession(self, secrets.token_urlsafe(24), principal)
         self.sessions[session.id] = session
+        if principal is not None:
+            self.held[principal] += 1
         self.task_group.start_soon(session.run)
         exchange.headers.append((SESSION_HEADER.encode(), session.id.encode()))
         return session
+
+    def _full(self, principal: str | None) -> tuple[str, int | None] | None:
+        """Why a new session may not open now, and in how many seconds a retry can succeed at the
+        earliest (None: sessions never expire by themselves; one must end first)."""
+        per_principal = self.max_sessions_per_principal
+        if principal is not None and per_principal is not None and self.held[principal] >= per_principal:
+            retry_after = self._retry_after(s for s in self.sessions.values() if s.principal == principal)
+            text = (
+                f"Service Unavailable: this principal holds {self.held[principal]} sessions, the most one principal "
+                "may hold; end one (DELETE with its Mcp-Session-Id)"
+            )
+        elif self.max_sessions is not None and len(self.sessions) >= self.max_sessions:
+            retry_after = self._retry_after(self.sessions.values())
+            text = f"Service Unavailable: the server holds {len(self.sessions)} sessions, the most it may"
+        else:
+            return None
+        if retry_after is not None:
+            return (
+                f"{text}, or retry in {retry_after} s at the earliest, when an idle one can have expired",
+                retry_after,
+            )
+        return f"{text}; sessions do not expire by themselves, so a retry succeeds only once one ends", None
+
+    def _retry_after(self, sessions: Iterable[HttpSession]) -> int | None:
+        """The earliest a retry can succeed, in seconds: when the first of `sessions` can have been
+        closed for idleness (an idle one after what is left of its idle time, a busy one the whole
+        idle time after it finishes; the reaper runs every `reap_interval`). None when sessions
+        never expire by themselves."""
+        if self.idle_timeout is None or self.reap_interval is None:
+            return None
+        now = time.monotonic()
+        left = [s.last_seen + self.idle_timeout - now if s.busy == 0 else self.idle_timeout for s in sessions]
+        if not left:
+            return None
+        return max(1, math.ceil(max(min(left), 0.0) + self.reap_interval))
 
     async def _deliver(
         self, session: HttpSession, message: wire.Message, data: bytes, post: Post, opening: bool
@@ -275,7 +344,13 @@ class HandshakeSessions:
         released = anyio.Event()
         session.busy += 1
         try:
-            await stream.attach(exchange, released, after)
+            if not await stream.attach(exchange, released, after):
+                text = (
+                    f"Gone: the events after {after!r} are no longer kept (the event store holds the last events of "
+                    "each stream), so this stream cannot be resumed without losing some"
+                )
+                await exchange.respond(410, error_body(None, INVALID_REQUEST, text, {"lastEventId": after}))
+                return
             completed = await hold(receive, released, self.keepalive, stream.keepalive, exchange)
             async with stream.lock:
                 if not completed:

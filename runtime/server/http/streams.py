@@ -4,7 +4,8 @@
 stream. Each event is stored (when there is an event store) and written to the HTTP response
 attached to the stream, if any. A response can be detached (the client dropped, or the server
 closed the connection to make the client poll) while the stream goes on; `GET` with
-`Last-Event-ID` replays the stored events after that id and attaches the new response.
+`Last-Event-ID` replays the stored events after that id and attaches the new response; when
+those events are no longer all held, nothing is attached and the resumption is refused.
 
 `PostRoute` is the reply route of one POSTed request: a JSON response when the answer comes
 first, else an SSE stream (a priming event first: an id, `retry`, empty data) that carries the
@@ -40,9 +41,17 @@ class SseStream:
     def attached(self) -> bool:
         return self.writer is not None and self.writer.open
 
-    async def attach(self, exchange: HttpResponse, released: anyio.Event, after: str | None = None) -> None:
-        """Attach a response: priming event first (or, resuming, the events after `after`)."""
+    async def attach(self, exchange: HttpResponse, released: anyio.Event, after: str | None = None) -> bool:
+        """Attach a response: priming event first (or, resuming, the events after `after`). False,
+        with nothing sent, when the events after `after` are no longer all held: the caller refuses
+        the resumption rather than go on with a gap the client would never see."""
         async with self.lock:
+            replayed: list[tuple[str, bytes]] = []
+            if after is not None:
+                found = await self.store.replay(after) if self.store is not None else None
+                if found is None:
+                    return False
+                replayed = found[1]
             self._release()
             if not exchange.started:
                 await exchange.start_sse()
@@ -50,14 +59,13 @@ class SseStream:
                 event_id = await self.store.store(self.id, None) if self.store is not None else None
                 if event_id is not None or self.retry_ms is not None:
                     await exchange.chunk(sse_frame(None, event_id, self.retry_ms))
-            elif self.store is not None:
-                replayed = await self.store.replay(after)
-                for event_id, data in replayed[1] if replayed is not None else ():
-                    await exchange.chunk(sse_frame(data, event_id))
+            for event_id, data in replayed:
+                await exchange.chunk(sse_frame(data, event_id))
             self.writer, self._released = exchange, released
             if self.ended:
                 await exchange.end()
                 self._release()
+            return True
 
     async def emit(self, data: bytes, *, last: bool = False) -> None:
         async with self.lock:

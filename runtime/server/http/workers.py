@@ -11,13 +11,20 @@ through the server, `MCPGEN_STATE_KEYS` (the `requestState` sealing keys every w
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
+import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .. import Server
+from ..loading import StartedWhileLoading, loading
+
+log = logging.getLogger("mcpgen.runtime.server.http")
 
 if TYPE_CHECKING:
     from .app import HttpApp
@@ -27,23 +34,28 @@ PATH_ENV = "MCPGEN_PATH"
 REDIS_ENV = "MCPGEN_REDIS_URL"
 
 
-def load_server(target: str) -> Server:
+def load_server(target: str, *, notice: Callable[[str], None] = log.warning) -> Server:
     """The `Server` named by `FILE_OR_MODULE:ATTR` (ATTR may be a function returning one; default
-    attribute: `server`)."""
+    attribute: `server`). A module is imported from the current folder too, a file with its own
+    folder on the path (as `python FILE` would). A module that starts serving when imported (a
+    quick-start file ending in `server.run_stdio()`) stops there, and what it defined is used;
+    `notice` is told so, with how to avoid it."""
     where, _, attr = target.partition(":")
     attr = attr or "server"
     if where.endswith(".py") or os.sep in where or "/" in where:
         path = Path(where).resolve()
         if not path.is_file():
             raise LookupError(f"no such file: {where}")
+        _on_path(str(path.parent))
         spec = importlib.util.spec_from_file_location(f"mcpgen_served_{path.stem}", path)
         if spec is None or spec.loader is None:
             raise LookupError(f"cannot load {where}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
     else:
-        module = importlib.import_module(where)
+        _on_path(os.getcwd())
+        spec = importlib.util.find_spec(where) if where not in sys.modules else None
+        if spec is None and where not in sys.modules:
+            raise ImportError(f"no module named {where!r} (looked in the current folder too)")
+    module = sys.modules.get(where) if spec is None else _execute(spec, where, notice)
     found: Any = getattr(module, attr, None)
     if found is None:
         raise LookupError(f"{where} has no attribute {attr!r}")
@@ -52,6 +64,27 @@ def load_server(target: str) -> Server:
     if not isinstance(found, Server):
         raise LookupError(f"{target} is a {type(found).__name__}, not an mcpgen Server")
     return found
+
+
+def _on_path(folder: str) -> None:
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+
+def _execute(spec: importlib.machinery.ModuleSpec, where: str, notice: Callable[[str], None]) -> ModuleType:
+    """Run the module of `spec` (registered first, so what it defined stays if it stops early)."""
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    with loading():
+        try:
+            spec.loader.exec_module(module)
+        except StartedWhileLoading as started:
+            notice(
+                f"{where} starts serving when imported ({started.how}); serving what it defined before that. "
+                'Put that call under `if __name__ == "__main__":` to import the file without it.'
+            )
+    return module
 
 
 def app_factory() -> HttpApp:

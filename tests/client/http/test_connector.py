@@ -4,6 +4,7 @@ what goes on the wire in each era, and how the client recovers from what HTTP se
 from __future__ import annotations
 
 import base64
+import itertools
 from typing import Any
 
 import anyio
@@ -233,6 +234,27 @@ async def test_the_session_id_and_version_are_echoed_and_the_session_deleted_on_
     assert get.headers["accept"] == "text/event-stream" and get.headers["mcp-session-id"] == "session-1"
 
 
+async def test_closing_against_a_frozen_server_is_bounded_by_the_request_timeout() -> None:
+    """Defect: closing a handshake-era client waited 30 s for the DELETE of a frozen server,
+    whatever the request timeout said."""
+    from mcpgen.runtime import Timeouts
+
+    frozen = anyio.Event()
+
+    async def handler(request: Received, reply: Reply) -> None:
+        if request.method == "DELETE":
+            await frozen.wait()  # never answers
+        await Script()(request, reply)
+
+    async with http_peer(handler) as peer:
+        with anyio.fail_after(20):  # a hang guard: 0.5 s is what closing may take here, not 30
+            async with Client(peer.url, mode="handshake", timeouts=Timeouts(request=0.5)):
+                pass
+            await anyio.sleep(0)  # a checkpoint: the guard fires here if closing outlived it (it is shielded)
+        assert "DELETE" in [r.method for r in peer.requests]
+        frozen.set()
+
+
 @pytest.mark.parametrize("status", [404, 405])
 async def test_a_refused_get_stream_is_not_retried(status: int) -> None:
     async with http_peer(Script(get_status=status)) as peer, Client(peer.url, mode="handshake") as client:
@@ -255,6 +277,69 @@ async def test_the_get_stream_delivers_what_the_server_sends_outside_requests() 
         Client(peer.url, mode="handshake", hooks=ClientHooks(on_list_changed=lambda k: changed.set())),
     ):
         await changed.wait()
+
+
+async def test_a_get_stream_that_keeps_closing_with_retry_0_is_reopened_with_backoff() -> None:
+    """Defect: a server that sent `retry: 0` and closed the GET stream after each event got 2,008
+    reconnections in 3 s; reconnecting now backs off (each wait at least double the last)."""
+    opened: list[float] = []
+    enough = anyio.Event()
+
+    class Flapping(Script):
+        async def on_get(self, request: Received, reply: Reply) -> None:
+            opened.append(anyio.current_time())
+            if len(opened) >= 6:
+                enough.set()
+            await reply.sse()
+            await reply.event({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}, retry=0)
+            await reply.end()
+
+    async with http_peer(Flapping()) as peer, Client(peer.url, mode="handshake"):
+        with anyio.fail_after(60):  # a hang guard
+            await enough.wait()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(opened)]
+    for n, gap in enumerate(gaps[:4]):
+        assert gap >= 0.1 * 2**n, gaps  # from 0.1 s, doubling; lower bounds: a loaded machine only waits longer
+
+
+def test_reconnection_honours_the_servers_retry_and_backs_off_only_from_flapping() -> None:
+    from mcpgen.runtime.client.http.channel import BACKOFF_MAX, Reconnection
+
+    polling = Reconnection(default=1.0)
+    assert [polling.delay(500, 0.01) for _ in range(20)] == [0.5] * 20, "SSE polling: the server's retry, always"
+    assert polling.delay(None, 0.01) == 1.0, "no retry: the default"
+    flapping = Reconnection(default=1.0)
+    delays = [flapping.delay(0, 0.001) for _ in range(12)]
+    assert delays[:4] == [0.1, 0.2, 0.4, 0.8] and delays[-1] == BACKOFF_MAX
+    assert flapping.delay(0, 5.0) == 0.0, "a stream that stayed open resets the backoff"
+    assert flapping.delay(0, 0.001) == 0.1
+
+
+async def test_a_refused_resumption_of_the_get_stream_opens_it_afresh() -> None:
+    """The server no longer has the events after our Last-Event-ID (410): the GET stream is opened
+    again without it (the loss is logged), not abandoned."""
+    changed = anyio.Event()
+
+    class Forgetful(Script):
+        async def on_get(self, request: Received, reply: Reply) -> None:
+            if "last-event-id" in request.headers:
+                await reply.json({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Gone"}}, status=410)
+                return
+            await reply.sse()
+            if len([r for r in peer.requests if r.method == "GET"]) == 1:
+                await reply.event(None, id="e1", retry=0)
+                await reply.end()
+                return
+            await reply.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            await reply.closed.wait()
+
+    async with http_peer(Forgetful()) as peer:
+        hooks = ClientHooks(on_list_changed=lambda kind: changed.set())
+        async with Client(peer.url, mode="handshake", hooks=hooks):
+            with anyio.fail_after(30):  # a hang guard
+                await changed.wait()
+        gets = [r for r in peer.requests if r.method == "GET"]
+        assert [r.headers.get("last-event-id") for r in gets[:3]] == [None, "e1", None]
 
 
 async def test_a_404_on_the_session_starts_a_new_one_and_retries_once() -> None:
@@ -621,6 +706,75 @@ async def test_an_oversized_answer_fails_the_call_and_the_session_goes_on() -> N
                 with pytest.raises(RemoteProtocolError, match="over the 2000-byte"):
                     await client.call_tool(name)
             assert (await client.call_tool("small")).content[0].text == "called small"
+
+
+NOT_THE_RESPONSE = {
+    "empty": (b"", "an empty body"),
+    "array": (b"[1, 2]", "not a JSON object"),
+    "string": (b'"ok"', "not a JSON object"),
+    "other-id": (b'{"jsonrpc": "2.0", "id": "someone-else", "result": {}}', "another request"),
+    "notification": (b'{"jsonrpc": "2.0", "method": "notifications/message"}', "notification"),
+    "nan": (None, "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("mode", ["handshake", V26])
+@pytest.mark.parametrize("case", list(NOT_THE_RESPONSE))
+async def test_an_answer_without_the_calls_response_fails_the_call_at_once(mode: str, case: str) -> None:
+    """Defect: a 200 whose body was empty, not an object, or another request's response left the
+    call waiting for ever (with no timeout set): the exchange had ended without its answer."""
+    from mcpgen.runtime import RemoteProtocolError, Timeouts
+
+    body, message = NOT_THE_RESPONSE[case]
+
+    async def handler(request: Received, reply: Reply) -> None:
+        if request.method == "POST" and request.rpc_method == "tools/call" and request.json["params"]["name"] == "x":
+            sent = body if body is not None else b'{"jsonrpc": "2.0", "id": %d, "result": NaN}' % request.json["id"]
+            await reply.send(200, sent, content_type="application/json")
+        else:
+            await Script()(request, reply)
+
+    async with (
+        http_peer(handler) as peer,
+        Client(
+            peer.url, mode=mode, timeouts=Timeouts(request=None), checks=ClientChecks(structured_output=False)
+        ) as client,
+    ):
+        with anyio.fail_after(30):  # a hang guard only: the failure comes as soon as the body is read
+            with pytest.raises(RemoteProtocolError, match=message):
+                await client.call_tool("x")
+        assert (await client.call_tool("fine")).content[0].text == "called fine"
+
+
+async def test_a_parse_error_without_an_id_answering_a_post_is_that_calls_error() -> None:
+    async def handler(request: Received, reply: Reply) -> None:
+        if request.method == "POST" and request.rpc_method == "tools/call":
+            await reply.json({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+        else:
+            await Script()(request, reply)
+
+    from mcpgen.runtime import ParseError, Timeouts
+
+    async with http_peer(handler) as peer, Client(peer.url, mode=V26, timeouts=Timeouts(request=None)) as client:
+        with anyio.fail_after(30), pytest.raises(ParseError):
+            await client.call_tool("x")
+
+
+@pytest.mark.parametrize("mode", ["auto", "handshake", V26])
+async def test_a_wrong_path_says_what_was_not_found_and_where_endpoints_usually_are(mode: str) -> None:
+    """Defect: a URL with a wrong path (404) was reported as a failed version negotiation."""
+    from mcpgen.runtime import EndpointNotFound
+
+    async def nothing_here(request: Received, reply: Reply) -> None:
+        await reply.send(404, b"Not Found", content_type="text/plain")
+
+    async with http_peer(nothing_here) as peer:
+        wrong = peer.url.replace("/mcp", "/api")
+        with pytest.raises(EndpointNotFound, match=r"HTTP 404.*no MCP endpoint") as caught:
+            async with Client(wrong, mode=mode) as client:
+                await client.call_tool("x")  # a pinned modern version sends nothing before the first call
+    assert f"try {peer.url}" in str(caught.value)
+    assert len(peer.posts()) == 1, "nothing else is tried against a URL where nothing is"
 
 
 async def test_an_unreachable_server_fails_the_connection() -> None:

@@ -14,6 +14,7 @@ from mcpgen.runtime import Server
 from mcpgen.runtime.server.http.events import MemoryEventStore
 from mcpgen.runtime.server.http.security import HttpSecurity, is_loopback
 from support.asgi_driver import V25, V26, asgi_client, meta, modern_headers, request
+from support.named_tokens import as_user, protection
 
 pytestmark = pytest.mark.anyio
 LIST = request(1, "tools/list", {"_meta": meta()})
@@ -88,6 +89,53 @@ async def test_media_types_methods_sizes_and_paths_get_their_4xx() -> None:
         assert legacy_parse.status == 400 and (await legacy_parse.json())["error"]["code"] == -32700
 
 
+def deep(levels: int) -> bytes:
+    head = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": '
+    return head + b"[" * levels + b"]" * levels + b"}}"
+
+
+BAD_BODIES = [
+    pytest.param(deep(1_000), id="1000-deep"),
+    pytest.param(deep(100_000), id="100000-deep"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"x": NaN}}', id="nan"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "\xff"}', id="invalid-utf8-in-a-string"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "\\ud800"}', id="lone-surrogate"),
+    pytest.param(b"\xff\xfe{}", id="not-utf8"),
+    pytest.param(b"{not json", id="syntax"),
+]
+
+
+@pytest.mark.parametrize("body", BAD_BODIES)
+@pytest.mark.parametrize("protected", [False, True], ids=["open", "protected"])
+async def test_bad_json_gets_one_answer_with_or_without_oauth(body: bytes, protected: bool) -> None:
+    """Defect: a body nested ~1,000 levels deep, sent with a valid token to a protected endpoint,
+    gave HTTP 500 (the auth middleware parsed bodies itself and caught only ValueError)."""
+    app = make_server().http_app(auth=protection() if protected else None)
+    authorization = as_user("alice") if protected else {}
+    async with asgi_client(app) as client:
+        for era in (modern_headers("tools/list"), {"mcp-protocol-version": V25}):
+            reply = await client.post(body, {**era, **authorization})
+            assert reply.status == 400, era
+            assert (await reply.json())["error"]["code"] == -32700, era
+
+
+async def test_a_protected_endpoint_parses_each_body_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpgen.runtime.protocol import wire
+
+    decoded: list[bytes] = []
+    original = wire.decode
+
+    def counting(data: bytes | str) -> wire.Message:
+        decoded.append(bytes(data) if isinstance(data, bytes) else data.encode())
+        return original(data)
+
+    monkeypatch.setattr(wire, "decode", counting)
+    async with asgi_client(make_server().http_app(auth=protection())) as client:
+        reply = await client.post(LIST, {**modern_headers("tools/list"), **as_user("alice")})
+        assert reply.status == 200 and [t["name"] for t in (await reply.json())["result"]["tools"]] == ["echo"]
+    assert len(decoded) == 1
+
+
 async def test_an_app_mounted_under_a_prefix_serves_its_path() -> None:
     async with asgi_client(make_server().http_app()) as client:
         reply = await client.post(LIST, modern_headers("tools/list"), root_path="/tenant")
@@ -115,19 +163,24 @@ async def test_mounted_inside_starlette_with_its_lifespan(anyio_backend: str) ->
     assert not mcp.running
 
 
-async def test_the_event_store_keeps_the_most_recent_events() -> None:
-    store = MemoryEventStore(max_events=3)
+async def test_the_event_store_keeps_the_most_recent_events_of_each_stream() -> None:
+    store = MemoryEventStore(per_stream=3, max_streams=2)
     first = await store.store("s/1", None)
     ids = [await store.store("s/1", f"{n}".encode()) for n in range(3)]
-    assert len(store) == 3 and await store.replay(first) is None  # evicted
+    assert len(store) == 3 and await store.replay(first) is None  # pushed out by its own stream
     assert await store.replay(ids[0]) == ("s/1", [(ids[1], b"1"), (ids[2], b"2")])
-    other = await store.store("t/1", b"t")
-    await store.forget("s/")
-    assert await store.replay(ids[1]) is None and len(store) == 1
-    assert await store.replay(other) == ("t/1", [])
-    assert await store.replay("garbage") is None and await store.replay("t/1#x") is None
+    busy = [await store.store("t/1", b"t") for _ in range(50)]
+    assert await store.replay(ids[0]) is not None, "another stream's events never evict this one's"
+    assert await store.replay(busy[-3]) == ("t/1", [(busy[-2], b"t"), (busy[-1], b"t")])
+    await store.store("u/1", b"u")  # a third stream: the one written to least recently goes, whole
+    assert await store.replay(ids[1]) is None and await store.replay(busy[-1]) is not None
+    await store.forget("t/")
+    assert await store.replay(busy[-1]) is None and len(store) == 1
+    assert await store.replay("garbage") is None and await store.replay("u/1#x") is None
     with pytest.raises(ValueError):
         MemoryEventStore(0)
+    with pytest.warns(DeprecationWarning, match="per_stream"):
+        assert MemoryEventStore(max_events=5).per_stream == 5
 
 
 headers_strategy = st.dictionaries(

@@ -100,3 +100,52 @@ async def test_closing_the_response_cancels_the_handler() -> None:
             await started.wait()
         with anyio.fail_after(10):
             await cancelled.wait()
+
+
+async def read_until_closed(stream: anyio.abc.SocketStream) -> bytes:
+    """Everything the server writes until it closes the connection."""
+    received = b""
+    while True:
+        try:
+            received += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return received
+
+
+async def trickle(stream: anyio.abc.SocketStream, data: bytes) -> None:
+    """Send `data` a byte at a time (as a slowloris client does), until done or cut off."""
+    for byte in data:
+        try:
+            await stream.send(bytes([byte]))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return
+        await anyio.sleep(0.05)
+
+
+@pytest.mark.parametrize("slow", ["head", "body"])
+async def test_a_client_that_sends_a_byte_at_a_time_loses_its_connection(slow: str) -> None:
+    """Defect: the server never closed a connection that sent its headers, or its body, a byte at
+    a time (200 slowloris and 100 slow-body connections stayed open)."""
+    from mcpgen.runtime.server.http.security import HttpSecurity
+
+    security = HttpSecurity(header_timeout=0.5, body_timeout=0.5)
+    async with live(make_server(), security=security) as (url, _):
+        port = int(url.split(":")[2].split("/")[0])
+        body = json.dumps(request(1, "tools/list", {"_meta": meta()})).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            f"Mcp-Method: tools/list\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream, anyio.create_task_group() as tg:
+            if slow == "head":
+                tg.start_soon(trickle, stream, head)
+            else:
+                await stream.send(head)
+                tg.start_soon(trickle, stream, body)
+            with anyio.fail_after(20):  # a hang guard: the server cuts the connection after 0.5 s
+                answer = await read_until_closed(stream)
+            tg.cancel_scope.cancel()
+        if slow == "body":
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:100]

@@ -11,6 +11,7 @@ from mcpgen.runtime import RequestContext, Server
 from mcpgen.runtime.protocol.input_requests import sample
 from mcpgen.runtime.server.http.app import close_sse_stream
 from support.asgi_driver import V25, AsgiClient, Reply, asgi_client, request
+from support.named_tokens import as_user, protection
 
 pytestmark = pytest.mark.anyio
 INIT = {"protocolVersion": V25, "capabilities": {"sampling": {}}, "clientInfo": {"name": "t", "version": "1"}}
@@ -116,6 +117,23 @@ async def test_server_requests_travel_on_the_post_stream_and_answers_come_back_a
         assert final["id"] == 1 and final["result"]["content"][0]["text"] == "model: because"
 
 
+async def test_an_unreadable_answer_posted_fails_the_servers_request() -> None:
+    """Defect: a POSTed answer that is not valid JSON (`NaN`) was refused with 400 and never reached
+    the session, so the server's request (and the call that made it) waited for ever."""
+    async with asgi_client(make_server().http_app()) as client:
+        sid = await open_session(client)
+        reply = await call(client, sid, 1, "think", {"question": "why?"})
+        events = reply.events()
+        await anext(events)  # priming
+        asked = (await anext(events)).json()
+        damaged = b'{"jsonrpc": "2.0", "id": %d, "result": {"role": "assistant", "content": NaN}}' % asked["id"]
+        refused = await client.post(damaged, session(sid))
+        assert refused.status == 400 and (await refused.json())["error"]["code"] == -32700
+        with anyio.fail_after(30):  # a hang guard: the answer comes at once
+            final = (await anext(events)).json()
+        assert final["id"] == 1 and "could not be read" in str(final.get("result", final.get("error")))
+
+
 async def test_the_standalone_get_stream_carries_list_changes_and_is_unique() -> None:
     server = make_server()
     async with asgi_client(server.http_app()) as client:
@@ -179,6 +197,76 @@ async def test_a_dropped_connection_is_not_a_cancellation() -> None:
         assert rest[-1]["result"]["content"][0]["text"] == "finished"
 
 
+def resumable_server() -> tuple[Server, anyio.Event, anyio.Event, anyio.Event]:
+    """A server whose `waits` tool logs once, waits for `go`, logs six times more (then sets
+    `logged`), waits for `finish`, and answers; `noisy` logs `n` times."""
+    server = make_server()
+    go, logged, finish = anyio.Event(), anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def waits(ctx: RequestContext) -> str:
+        await ctx.info("started")
+        await go.wait()
+        for n in range(6):
+            await ctx.info(f"step {n}")
+        logged.set()
+        await finish.wait()
+        return "finished"
+
+    @server.tool()
+    async def noisy(ctx: RequestContext, n: int) -> str:
+        for i in range(n):
+            await ctx.info(f"noise {i}")
+        return "noisy"
+
+    return server, go, logged, finish
+
+
+async def detached_stream(client: AsgiClient, sid: str, go: anyio.Event) -> str:
+    """Call `waits`, keep its first event's id, hang up, and let it go on without us."""
+    reply = await call(client, sid, 1, "waits", {})
+    events = reply.events()
+    await anext(events)  # priming
+    started = await anext(events)
+    assert started.id is not None and started.json()["params"]["data"] == "started"
+    reply.disconnect()
+    go.set()
+    return started.id
+
+
+async def test_another_sessions_traffic_never_evicts_a_streams_events() -> None:
+    """Defect: the event store kept the last 10,000 events of all sessions together: after another
+    session sent 12,000, resuming lost six events with no sign of it."""
+    server, go, _, finish = resumable_server()
+    async with asgi_client(server.http_app()) as client:
+        sid = await open_session(client)
+        last = await detached_stream(client, sid, go)
+        other = await open_session(client)
+        noisy = await call(client, other, 1, "noisy", {"n": 12_000})
+        assert [m for m in await noisy.messages() if "id" in m][-1]["result"]["content"][0]["text"] == "noisy"
+        finish.set()
+        resumed = await client.send("GET", None, session(sid, **{"last-event-id": last}), accept="text/event-stream")
+        assert resumed.status == 200
+        rest = [e.json() async for e in resumed.events() if e.data]
+        assert [m["params"]["data"] for m in rest[:-1]] == [f"step {n}" for n in range(6)]
+        assert rest[-1]["result"]["content"][0]["text"] == "finished"
+
+
+async def test_a_resumption_from_events_no_longer_kept_is_refused() -> None:
+    from mcpgen.runtime.server.http.events import MemoryEventStore
+
+    server, go, logged, finish = resumable_server()
+    async with asgi_client(server.http_app(event_store=MemoryEventStore(per_stream=3))) as client:
+        sid = await open_session(client)
+        last = await detached_stream(client, sid, go)
+        await logged.wait()  # the stream's own later events pushed its first ones out
+        resumed = await client.send("GET", None, session(sid, **{"last-event-id": last}), accept="text/event-stream")
+        assert resumed.status == 410
+        refusal = await resumed.json()
+        assert refusal["error"]["data"] == {"lastEventId": last} and "no longer kept" in refusal["error"]["message"]
+        finish.set()
+
+
 async def test_notifications_cancelled_ends_the_post_without_a_response() -> None:
     server = make_server()
     started, stopped = anyio.Event(), anyio.Event()
@@ -233,6 +321,34 @@ async def test_a_refused_initialize_keeps_no_session_and_sessions_are_bounded() 
         await open_session(client)
         full = await client.post(request(0, "initialize", INIT))
         assert full.status == 503
+
+
+async def test_one_principal_cannot_hold_every_session() -> None:
+    """Defect: the session cap was global: one principal holding `max_sessions` sessions made every
+    other principal's initialize 503 until they idled out (30 minutes by default)."""
+    app = make_server().http_app(auth=protection(), max_sessions=10, max_sessions_per_principal=2)
+    opening = {"mcp-protocol-version": V25}
+    async with asgi_client(app) as client:
+        for _ in range(2):
+            assert (await client.post(request(0, "initialize", INIT), {**opening, **as_user("alice")})).status == 200
+        full = await client.post(request(0, "initialize", INIT), {**opening, **as_user("alice")})
+        assert full.status == 503
+        error = (await full.json())["error"]
+        assert "this principal holds 2 sessions" in error["message"] and "DELETE" in error["message"]
+        assert int(full.headers["retry-after"]) == error["data"]["retryAfter"] > 0
+        other = await client.post(request(0, "initialize", INIT), {**opening, **as_user("bob")})
+        assert other.status == 200, "another principal still gets a session"
+
+
+async def test_a_full_server_says_when_a_retry_can_succeed() -> None:
+    app = make_server().http_app(max_sessions=1, session_idle_timeout=120)
+    async with asgi_client(app) as client:
+        await open_session(client)
+        full = await client.post(request(0, "initialize", INIT), {"mcp-protocol-version": V25})
+        assert full.status == 503
+        retry_after = int(full.headers["retry-after"])
+        assert 0 < retry_after <= 120 + 30  # the idle timeout, plus one round of the reaper at most
+        assert f"retry in {retry_after} s" in (await full.json())["error"]["message"]
 
 
 async def test_without_the_lifespan_sessions_cannot_open_but_modern_requests_work() -> None:
