@@ -72,13 +72,16 @@ DEFAULT_CLIENT_INFO = {"name": "mcpgen", "version": "0.1.0"}
 Target = Transport | Connector | Servable | Sequence[str] | str
 
 
-def connector_for(target: Target, *, auth: Any = None) -> Transport | Connector:
+def connector_for(
+    target: Target, *, auth: Any = None, registry: VersionRegistry | None = None
+) -> Transport | Connector:
     """What `Client(target)` connects through: a transport, a connector, a `Server` (served in this
-    process), a command list (stdio) or a URL (Streamable HTTP; `auth` is an `httpx.Auth` for it)."""
+    process), a command list (stdio) or a URL (Streamable HTTP; `auth` is an `httpx.Auth` for it,
+    `registry` the tables its routing headers follow)."""
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         from .http.connector import http
 
-        return http(target, auth=auth)
+        return http(target, auth=auth, registry=registry)
     if auth is not None:
         raise TypeError("auth= applies to a server URL; give it to the connector instead, e.g. http(url, auth=...)")
     if isinstance(target, Transport):
@@ -156,7 +159,7 @@ class Client(TypedCalls):
         check_callback("ClientHooks.on_resource_updated", hooks_.on_resource_updated, 1)
         check_callback("ClientHooks.on_log", hooks_.on_log, 3)
         self.mode = mode
-        self.target = connector_for(server, auth=auth)
+        self.target = connector_for(server, auth=auth, registry=self.registry)
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
         self._capability_overrides = capabilities
         self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
