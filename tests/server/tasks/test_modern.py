@@ -295,7 +295,7 @@ async def test_status_notifications_on_a_listen_stream() -> None:
 
 
 async def test_a_task_is_bound_to_the_principal_that_created_it() -> None:
-    server, gates = make_server()
+    server, _ = make_server()
     async with raw_server(server) as raw:
         alice, bob, nobody = Peer(raw, "alice"), Peer(raw, "bob"), Peer(raw)
         created = await alice.result("tools/call", {"name": "quick", "arguments": {}})
