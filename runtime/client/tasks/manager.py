@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -26,6 +27,9 @@ from ...protocol.capabilities import has_capability
 from ...protocol.errors import ConnectionClosed, McpError, McpRuntimeError, RemoteProtocolError, RequestTimeout
 from ..subscriptions import Subscription
 from .handle import StatusCallback, TaskState, ToolTask, raise_for
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 if TYPE_CHECKING:
     from mcpgen.generated._spec import ExtensionSpec
@@ -270,6 +274,10 @@ class ClientTasks:
                     yield agreed
                 finally:
                     tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # what the block raised, as itself
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
         finally:
             session.listens.pop(sub.id, None)
 
