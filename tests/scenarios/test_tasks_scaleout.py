@@ -70,7 +70,9 @@ async def test_a_task_is_read_answered_and_cancelled_through_the_other_process(e
         assert answered == "{'ok': True}"
         body = request(2, "tools/call", {"name": "sleepy", "arguments": {"seconds": 0}, "_meta": meta()})
         async with httpx.AsyncClient(timeout=30) as http:  # no opt-in: an ordinary call, answered by A
-            pid_of_a = (await http.post(a, json=body, headers={**HEADERS, **modern_headers("tools/call", "sleepy")})).json()
+            pid_of_a = (
+                await http.post(a, json=body, headers={**HEADERS, **modern_headers("tools/call", "sleepy")})
+            ).json()
         assert int(ran_in) == pid_of_a["result"]["structuredContent"]["result"]  # answered through B, run on in A
         # Cancelled through B while A runs it: A stops it (it would sleep for ten minutes).
         long = await post(a, "tools/call", {"name": "sleepy", "arguments": {"seconds": 600}})

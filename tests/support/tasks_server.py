@@ -133,3 +133,7 @@ def make_server(**task_options: Any) -> tuple[Server, Gates]:
 
 
 server, gates = make_server()
+
+
+if __name__ == "__main__":  # a stdio server for the command-line tests
+    server.run_stdio()
