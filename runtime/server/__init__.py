@@ -194,6 +194,7 @@ class Server:
 
     def _extensions_changed(self) -> None:
         self._capabilities.clear()
+        self.tasks.refresh()
         self._extension_ids = frozenset(self.extensions) | self.tasks.extension_ids()
 
     def _header_params(self, params: Mapping[str, Any] | None) -> Mapping[str, str]:

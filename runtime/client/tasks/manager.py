@@ -156,6 +156,14 @@ class ClientTasks:
             except McpRuntimeError as exc:
                 log.debug("could not cancel abandoned task %s: %s", task.task_id, exc)
 
+    async def attach(self, task_id: str, tool: str = "") -> ToolTask:
+        """The handle of a task this client created earlier, by its id (kept by the application, for
+        instance across a restart: clients should keep their task ids to resume polling)."""
+        extension = self.extension() is not None
+        handle = ToolTask(self, tool, await self.get(task_id), extension=extension)
+        self._handles[handle.task_id] = handle
+        return handle
+
     # -- the task methods --------------------------------------------------------------------------
 
     async def get(self, task_id: str) -> TaskState:

@@ -119,13 +119,18 @@ class TaskManager:
         self._augmented: frozenset[str] | None = None
         self._legacy: dict[str, bool] = {}
         self._listed: dict[str, bool] = {}
+        self._active = False
 
     # -- what the server offers ------------------------------------------------------------------
 
     @property
     def active(self) -> bool:
-        """Does the server have a tool that may run as a task?"""
-        return any(tool.task_support != "forbidden" for tool in self.server.tools.values())
+        """Does the server have a tool that may run as a task? (As of the last `refresh`.)"""
+        return self._active
+
+    def refresh(self) -> None:
+        """The server's tools changed: whether it has a task-capable one, again."""
+        self._active = any(tool.task_support != "forbidden" for tool in self.server.tools.values())
 
     def extension(self, version: str) -> ExtensionSpec | None:
         """The tasks extension on `version`, when the generated tree applies it there."""

@@ -168,3 +168,17 @@ def test_task_states_read_either_design() -> None:
         {"taskId": "b", "status": "completed", "createdAt": "c", "lastUpdatedAt": "u", "ttl": 9, "pollInterval": 0}
     )
     assert (legacy.ttl_ms, legacy.poll_interval_ms, legacy.terminal) == (9, None, True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_task_is_taken_up_again_by_its_id_on_a_new_connection(mode: str) -> None:
+    server, _ = make_server()
+    async with connected(server, mode=mode, tasks=True) as client:
+        task = await client.call_tool("quick", {"text": "kept"}, wait=False)
+        assert isinstance(task, ToolTask)
+        kept = task.task_id
+        await task.wait()
+    async with connected(server, mode=mode, tasks=True) as client:
+        again = await client.tasks.attach(kept, "quick")
+        assert again.state.status == "completed"
+        assert (await again.result()).content[0].text == "kept:True"
