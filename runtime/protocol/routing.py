@@ -64,14 +64,13 @@ class Call:
     def requested_version(self) -> Any:
         return self.meta.get(PROTOCOL_VERSION_KEY)
 
-    @property
-    def client_capabilities(self) -> Mapping[str, Any]:
-        """What the client declared for this request: on a session, at its opening; otherwise in
-        the request's own `_meta`."""
-        if self.session_capabilities is not None:
-            return self.session_capabilities
-        found = self.meta.get(CLIENT_CAPABILITIES_KEY)
-        return found if isinstance(found, Mapping) else {}
+    def client_capabilities(self, era: EraRules) -> Mapping[str, Any]:
+        """What the client declared for this request: in its own `_meta` for a self-contained era,
+        else what it declared when its session opened."""
+        if era.self_contained:
+            found = self.meta.get(CLIENT_CAPABILITIES_KEY)
+            return found if isinstance(found, Mapping) else {}
+        return self.session_capabilities or {}
 
 
 @dataclass(slots=True)
@@ -155,7 +154,7 @@ class Router:
             {"supported": self.supported_newest_first()},
         )
 
-    def _gated(self, call: Call, spec: MethodSpec) -> Rejection | None:
+    def _gated(self, call: Call, spec: MethodSpec, era: EraRules) -> Rejection | None:
         """The refusal of a method whose capability the server does not offer (-32601), or, for a
         method gated on both sides, that the request does not declare (-32021)."""
         gate = spec.capability
@@ -165,7 +164,7 @@ class Router:
             return Rejection(
                 METHOD_NOT_FOUND, f"method not found: {call.method} (this server does not offer {gate.path})"
             )
-        if gate.side == "both" and not gate_allows(call.client_capabilities, gate, call.params):
+        if gate.side == "both" and not gate_allows(call.client_capabilities(era), gate, call.params):
             return Rejection(
                 MissingClientCapability.code,
                 f"Missing required client capability: {call.method} needs the client to declare {gate.path}",
@@ -178,7 +177,7 @@ class Router:
         spec = self.table(version).get(call.method)
         if spec is None or spec.kind != REQUEST or not spec.direction.allows("client"):
             return Rejection(METHOD_NOT_FOUND, f"method not found: {call.method} (protocol {version})")
-        refused = self._gated(call, spec)
+        refused = self._gated(call, spec, era)
         if refused is not None:
             return refused
         if call.method not in self.handlers:

@@ -158,10 +158,13 @@ def test_a_method_gated_on_both_sides_needs_the_request_to_declare_it() -> None:
     found = rejected(route(tasks_server(), "tasks/cancel", {"taskId": "t", "_meta": meta()}), -32021)
     assert found.http_status == 400
     assert found.data == {"requiredCapabilities": {"extensions": {TASKS: {}}}}  # the id is one key, dots and all
-    # A handshake-era session's capabilities are those of its initialize.
+    # A self-contained request declares for itself, whatever its connection said before; in an era
+    # with sessions, what the client declared when the session opened counts.
+    server = tasks_server()
     declared = {"extensions": {TASKS: {}}}
-    call = Call("tasks/cancel", {"taskId": "t"}, session_version=V26, session_capabilities=declared)
-    assert isinstance(tasks_server().router.resolve(call, V26, tasks_server().eras.of(V26)), Route)
+    call = Call("tasks/cancel", {"taskId": "t", "_meta": meta()}, session_capabilities=declared)
+    rejected(server.router.resolve(call, V26, server.eras.of(V26)), -32021)
+    assert isinstance(server.router.resolve(call, V26, server.eras.of(V25)), Route)
 
 
 def test_the_answers_of_tasks_update_are_left_to_its_handler() -> None:
