@@ -227,7 +227,8 @@ class TypedCalls(abc.ABC):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
-        params = await self.tasks.prepare(name, params)
+        if self.tasks.enabled:  # the handshake era's design asks for a task in the params
+            params = await self.tasks.prepare(name, params)
         try:
             result = await self.request(
                 "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
@@ -238,7 +239,7 @@ class TypedCalls(abc.ABC):
             result = await self.request(
                 "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
             )
-        if self.tasks.is_task(result):
+        if self.tasks.enabled and self.tasks.is_task(result):
             task = self.tasks.adopt(name, result)
             if not wait:
                 return task

@@ -70,6 +70,8 @@ class VersionRegistry:
     def table(self, version: str, extensions: Iterable[str] = ()) -> Mapping[str, MethodSpec]:
         """`version`'s table with the given extensions in force (those that apply to it): their
         methods in, the methods they remove out, their rows for the methods they augment."""
+        if not extensions:  # the common case, on every request: the version's own table
+            return self._methods(version)
         return self._tables(version, frozenset(extensions))
 
     def _applied(self, version: str, extensions: frozenset[str]) -> Mapping[str, MethodSpec]:

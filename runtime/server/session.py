@@ -10,6 +10,7 @@ negotiated.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -131,16 +132,17 @@ class ServerSession(Session):
             raise route.error()
         return await self.execute(request, route)
 
-    async def execute(self, request: IncomingRequest, route: Route) -> Any:
+    def execute(self, request: IncomingRequest, route: Route) -> Awaitable[Any]:
         """Serve a routed request: run its handler (again, while it asks for input), finish the
-        result; a call that may become a task goes to the server's tasks (`tasks`)."""
+        result; a call that may become a task goes to the server's tasks (`tasks`). (A plain
+        function returning the coroutine to await: no frame of its own on every request.)"""
         era, spec = self.server.serving[route.era.name], route.spec
         ctx = RequestContext(self, request, route.version, era, era.client_view(request, self))
         era.open_input(ctx, spec)
         handler = self.server.handlers[spec.method]
         if spec.method in self.server.tasks.augmented:
-            return await self.server.tasks.execute(ctx, spec, route.params, handler)
-        return await self.run_handler(ctx, spec, route.params, handler)
+            return self.server.tasks.execute(ctx, spec, route.params, handler)
+        return self.run_handler(ctx, spec, route.params, handler)
 
     async def run_handler(self, ctx: RequestContext, spec: MethodSpec, params: Any, handler: Any) -> Any:
         """Run a handler (again, while it asks for input the way the request's era does) and finish its result."""

@@ -116,7 +116,9 @@ class TaskManager:
         self._streams: dict[str, set[ListenStream]] = {}
         self._sessions: weakref.WeakValueDictionary[str, ServerSession] = weakref.WeakValueDictionary()
         self._scopes: weakref.WeakKeyDictionary[ServerSession, str] = weakref.WeakKeyDictionary()
-        self._augmented: frozenset[str] | None = None
+        self._augmentable_methods: frozenset[str] | None = None
+        self.augmented: frozenset[str] = frozenset()
+        """The methods whose calls may become tasks (none while no tool supports tasks)."""
         self._legacy: dict[str, bool] = {}
         self._listed: dict[str, bool] = {}
         self._active = False
@@ -129,8 +131,12 @@ class TaskManager:
         return self._active
 
     def refresh(self) -> None:
-        """The server's tools changed: whether it has a task-capable one, again."""
+        """The server's tools changed: whether it has a task-capable one, again (and so which
+        methods' calls may become tasks: `augmented`, none while no tool supports tasks)."""
         self._active = any(tool.task_support != "forbidden" for tool in self.server.tools.values())
+        if self._active and self._augmentable_methods is None:
+            self._augmentable_methods = self._augmentable()
+        self.augmented = (self._augmentable_methods or frozenset()) if self._active else frozenset()
 
     def extension(self, version: str) -> ExtensionSpec | None:
         """The tasks extension on `version`, when the generated tree applies it there."""
@@ -188,21 +194,16 @@ class TaskManager:
             )
         return found and self.active
 
-    @property
-    def augmented(self) -> frozenset[str]:
-        """The methods whose calls may become tasks (none while no tool supports tasks)."""
-        if not self.active:
-            return frozenset()
-        if self._augmented is None:
-            found: set[str] = set()
-            for version in self.server.versions:
-                ext = self.extension(version)
-                if ext is not None:
-                    found.update(ext.augments)
-                if self.legacy(version):
-                    found.add("tools/call")
-            self._augmented = frozenset(found)
-        return self._augmented
+    def _augmentable(self) -> frozenset[str]:
+        """The methods whose calls may become tasks in some version the server serves."""
+        found: set[str] = set()
+        for version in self.server.versions:
+            ext = self.extension(version)
+            if ext is not None:
+                found.update(ext.augments)
+            if self.legacy(version):
+                found.add("tools/call")
+        return frozenset(found)
 
     def handlers(self) -> dict[str, Callable[..., Any]]:
         """The handlers of the task methods (both designs), for `Server.handlers`."""
