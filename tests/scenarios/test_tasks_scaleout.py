@@ -94,3 +94,20 @@ async def test_a_restart_keeps_finished_results_and_fails_what_was_running(env: 
         with worker(TARGET, env) as restarted:
             again = await post(restarted, "tasks/get", {"taskId": finished["taskId"]})
             assert again["status"] == "completed" and again["result"] == done["result"]
+
+
+async def test_the_client_waits_for_tasks_over_http_in_both_eras(env: dict[str, str]) -> None:
+    from mcpgen.runtime import Client, InputHandlers, ToolTask
+
+    async def go_on(params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"ok": True}}
+
+    with worker(TARGET, env) as url:
+        for mode in ("auto", "handshake"):
+            async with Client(url, mode=mode, tasks=True, inputs=InputHandlers(elicitation=go_on)) as client:
+                answered = await client.call_tool("ask_pid", {})  # tasks/get and tasks/update carry Mcp-Name
+                assert answered.content[0].text.endswith(":{'ok': True}"), mode
+                task = await client.call_tool("sleepy", {"seconds": 600}, wait=False)
+                assert isinstance(task, ToolTask)
+                await task.cancel()
+                assert (await task.status()).status == "cancelled"
