@@ -61,9 +61,9 @@ class ServerSession(Session):
         self.subscriptions: set[str] = set()  # handshake-era `resources/subscribe`
         self.outbox = OrderedWorker("server notifications")
         self.background: anyio.abc.TaskGroup | None = None
-        self._host_scope: anyio.CancelScope | None = None
         """Where work outliving a request runs (tasks): the session's own task group while it runs
         on a transport; the HTTP app's for the one that serves its self-contained requests."""
+        self._host_scope: anyio.CancelScope | None = None
 
     @property
     def handshake_version(self) -> str | None:
