@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-from mcpgen.runtime import MissingClientCapability, RequestContext, Sealing, Server, mcp_header
+from mcpgen.runtime import InternalError, MissingClientCapability, RequestContext, Sealing, Server, mcp_header
 from mcpgen.runtime.protocol.capabilities import has_capability
 from mcpgen.runtime.protocol.input_requests import elicit, list_roots, sample
 from mcpgen.runtime.server.http.app import close_sse_stream
@@ -380,6 +380,69 @@ async def test_logging_tool(ctx: RequestContext) -> str:
     for level in ("debug", "info", "warning", "error"):
         await ctx.log(level, f"a {level} message")
     return "logged"
+
+
+# -- tasks (io.modelcontextprotocol/tasks; 2025-11-25's experimental tasks from the same tools) -----
+
+CONFIRM_DELETE_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+PART_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}}
+
+
+@server.tool()
+def greet(name: str) -> str:
+    """Greets (never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task_support="optional")
+async def slow_compute(seconds: float = 0.0, label: str = "") -> str:
+    """Sleeps `seconds`, then answers; a task when the client opts in."""
+    await anyio.sleep(seconds)
+    return f"computed {label or 'result'} after {seconds} s"
+
+
+@server.tool(task_support="required")
+async def failing_job() -> str:
+    """Fails as a tool (an isError result) after about a second; only ever a task."""
+    await anyio.sleep(1.0)
+    raise RuntimeError("the job failed")
+
+
+@server.tool(task_support="optional")
+async def protocol_error_job() -> str:
+    """Ends with a JSON-RPC error (a failed task)."""
+    await anyio.sleep(0.1)
+    raise InternalError("the job hit an internal error")
+
+
+@server.tool(task_support="optional")
+async def confirm_delete(ctx: RequestContext, filename: str) -> str:
+    """Asks the user to confirm (as the task's input), then answers."""
+    answer = ctx.input_response("confirm")
+    if answer is None:
+        return ctx.input_required(confirm=elicit(f"Delete {filename}?", CONFIRM_DELETE_SCHEMA))
+    confirmed = answer.action == "accept" and _content(answer).get("confirm") is True
+    return f"{'deleted' if confirmed else 'kept'} {filename}"
+
+
+@server.tool(task_support="optional")
+async def multi_input(ctx: RequestContext) -> str:
+    """Asks two questions at once (both pending together)."""
+    first, second = ctx.input_response("first"), ctx.input_response("second")
+    if first is None or second is None:
+        return ctx.input_required(first=elicit("First part?", PART_SCHEMA), second=elicit("Second part?", PART_SCHEMA))
+    return f"got {_content(first).get('name')} and {_content(second).get('name')}"
+
+
+@server.tool(task_support="required", defer_task=True)
+async def test_tool_with_task(ctx: RequestContext) -> str:
+    """Asks for a name first (multi-round-trip), then runs as a task and greets with it."""
+    answer = ctx.input_response("user_name")
+    if answer is None:
+        return ctx.input_required(user_name=elicit("What is your name?", NAME_SCHEMA))
+    await ctx.run_as_task()
+    await anyio.sleep(0.1)
+    return f"Hello, {_content(answer).get('name', 'stranger')}!"
 
 
 # -- list changes ------------------------------------------------------------------------------

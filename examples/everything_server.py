@@ -10,7 +10,8 @@ tool) and resource updates (`touch_resource`). Tools that need the client's inpu
 (`confirm_action`: elicitation, `connect_account`: URL elicitation, `summarize`: sampling,
 `client_roots`: roots, `plan_trip`: all three at once) are written once: a modern client
 gets an `InputRequiredResult` and retries; a handshake-era client gets server->client
-requests from the legacy shim.
+requests from the legacy shim. `long_job` runs as a task for a client that opts in (either era's
+design).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from mcpgen.runtime import RequestContext, Server, ServerLimits
+import anyio
+from mcpgen.runtime import RequestContext, Server, ServerLimits, TaskOptions
 from mcpgen.runtime.protocol.input_requests import elicit, elicit_url, list_roots, sample
 from pydantic import BaseModel, Field
 
@@ -32,6 +34,7 @@ server = Server(
     title="mcpgen everything server",
     instructions="A demonstration server: every tool, prompt and resource is safe to call.",
     limits=ServerLimits(page_size=5),
+    tasks=TaskOptions(poll_interval_ms=200),
 )
 
 
@@ -73,6 +76,13 @@ async def long_task(ctx: RequestContext, steps: int = 3) -> str:
         await ctx.report_progress(i, steps, f"step {i} of {steps}")
         await ctx.log("info", {"step": i})
     return f"finished {steps} steps"
+
+
+@server.tool(task_support="optional")
+async def long_job(seconds: float = 1.0) -> str:
+    """Work for a while: a task for a client that opts in (`Client(tasks=True)`, `mcpgen call`)."""
+    await anyio.sleep(seconds)
+    return f"worked {seconds:g} s"
 
 
 @server.tool()

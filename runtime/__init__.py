@@ -16,7 +16,10 @@ from .client import (
     Event,
     InputHandlers,
     Subscription,
+    TaskCancelled,
+    TaskState,
     Timeouts,
+    ToolTask,
 )
 from .client.http import http
 from .core.memory import memory_pair
@@ -56,7 +59,7 @@ from .protocol.errors import (
 )
 from .protocol.input_requests import InputRequired, elicit, elicit_url, list_roots, sample
 from .protocol.tables import Protocol, VersionRegistry
-from .server import Caching, Elicited, RequestContext, Sealing, Server, ServerLimits
+from .server import Caching, Elicited, RequestContext, Sealing, Server, ServerLimits, TaskOptions
 from .server.features import Context, mcp_header
 
 __all__ = [
@@ -105,7 +108,11 @@ __all__ = [
     "SessionExpired",
     "StructuredOutputError",
     "Subscription",
+    "TaskCancelled",
+    "TaskOptions",
+    "TaskState",
     "Timeouts",
+    "ToolTask",
     "Transport",
     "TransportContext",
     "UnsupportedProtocolVersion",

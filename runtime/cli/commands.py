@@ -5,7 +5,9 @@
     mcpgen call TOOL [--args JSON] [--mode ...] [--json] [--answer FIELD=JSON ...] (--url URL | -- python server.py)
 
 Log messages and progress are shown on stderr as they arrive; a tool that asks for input is
-answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `prompts`). A
+answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `prompts`). A tool
+the server runs as a task is waited for, its status shown on stderr as it changes; Ctrl-C cancels
+the task on the server before the command ends. A
 server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
 one-line explanation and exit status 1, never a traceback.
 
@@ -32,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import click
 
-from ..client import Client, ClientHooks, InputHandlers, Timeouts
+from ..client import Client, ClientHooks, InputHandlers, Timeouts, ToolTask
 from ..core.stdio import stdio
 from ..protocol.wire import to_wire
-from .prompts import Answerer, is_terminal, parse_answers, show_log, show_progress
+from .prompts import Answerer, is_terminal, parse_answers, say, show_log, show_progress, show_task
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -103,6 +105,24 @@ def oauth(server_url: str | None = None) -> OAuth:
 _dump = to_wire
 
 
+async def wait_for_task(task: ToolTask) -> Any:
+    """A task's result, its status shown on stderr as it changes; interrupted (Ctrl-C) or failing
+    before the task has finished (an input it could not give), the command cancels the task on the
+    server before it ends: nobody is left to wait for it."""
+    try:
+        return await task.result(on_status=show_task)
+    except BaseException:
+        if task.state.terminal:
+            raise
+        with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+            try:
+                await task.cancel()
+                say(f"task {task.task_id}: cancelled")
+            except McpRuntimeError as exc:
+                say(f"task {task.task_id}: could not be cancelled ({exc})")
+        raise
+
+
 def _options(
     mode: str,
     timeout: float,
@@ -123,6 +143,7 @@ def _options(
         "hooks": ClientHooks(on_log=show_log),
         "inputs": inputs,
         "log_level": log_level,
+        "tasks": True,  # a tool the server runs as a task is waited for, its status shown
     }
 
 
@@ -382,7 +403,10 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
     answerer = Answerer(is_terminal(), parse_answers(answers, answers_file), accept_all, sample_reply)
 
     async def work(client: Client) -> Any:
-        return _dump(await client.call_tool(tool, parsed, progress=show_progress))
+        outcome = await client.call_tool(tool, parsed, progress=show_progress, wait=False)
+        if isinstance(outcome, ToolTask):
+            return _dump(await wait_for_task(outcome))
+        return _dump(outcome)
 
     options = _options(mode, timeout, answerer, log_level=log_level, roots=list(roots) or None)
     result = _run(command, url, work, options, auth=not no_auth)

@@ -36,6 +36,11 @@ async def show_progress(progress: float, total: float | None, message: str | Non
     say(f"progress {amount}" + (f": {message}" if message else ""))
 
 
+async def show_task(state: Any) -> None:
+    """A task's status as it changes (`mcpgen call` of a tool the server runs as a task)."""
+    say(f"task {state.task_id}: {state.status}" + (f": {state.status_message}" if state.status_message else ""))
+
+
 def parse_answers(pairs: tuple[str, ...], path: str | None) -> dict[str, Any]:
     """`FIELD=JSON` pairs (a value that is not JSON is taken as a string) and a JSON answers file."""
     answers: dict[str, Any] = {}

@@ -65,6 +65,8 @@ from .options import (
 from .requests import RequestPipeline
 from .session import ClientSession
 from .subscriptions import Event, ListenRequest, Subscription
+from .tasks import EXTENSION as TASKS_EXTENSION
+from .tasks import ClientTasks, TaskCancelled, TaskState, ToolTask
 
 log = logging.getLogger("mcpgen.runtime.client")
 
@@ -72,14 +74,16 @@ DEFAULT_CLIENT_INFO = {"name": "mcpgen", "version": "0.1.0"}
 Target = Transport | Connector | Servable | Sequence[str] | str
 
 
-def connector_for(target: Target, *, auth: Any = None, timeout: float | None = None) -> Transport | Connector:
+def connector_for(
+    target: Target, *, auth: Any = None, timeout: float | None = None, registry: VersionRegistry | None = None
+) -> Transport | Connector:
     """What `Client(target)` connects through: a transport, a connector, a `Server` (served in this
     process), a command list (stdio) or a URL (Streamable HTTP; `auth` is an `httpx.Auth` for it,
-    `timeout` bounds closing the connection)."""
+    `timeout` bounds closing the connection, `registry` the tables its routing headers follow)."""
     if isinstance(target, str) and target.startswith(("http://", "https://")):
         from .http.connector import http
 
-        return http(target, auth=auth, close_timeout=timeout)
+        return http(target, auth=auth, close_timeout=timeout, registry=registry)
     if auth is not None:
         raise TypeError("auth= applies to a server URL; give it to the connector instead, e.g. http(url, auth=...)")
     if isinstance(target, Transport):
@@ -108,6 +112,9 @@ class Client(TypedCalls):
     - `auth`: an `httpx.Auth` (such as the OAuth flows of `mcpgen.runtime.auth`) for a URL;
     - `client_info`, `capabilities` (declared as given instead of inferred), `extensions`
       (declared where the version has a place for them), `log_level` (ask for log messages);
+    - `tasks`: accept tool calls the server runs as tasks (the tasks extension, declared on every
+      request; on a handshake-era server, its experimental tasks): `call_tool` waits for them, or
+      gives back a `ToolTask` with `wait=False`;
     - the groups: `inputs` (`InputHandlers`: sampling, elicitation, roots, the input driver),
       `timeouts` (`Timeouts`), `limits` (`ClientLimits`), `hooks` (`ClientHooks`: change and
       log callbacks), `checks` (`ClientChecks`).
@@ -132,6 +139,7 @@ class Client(TypedCalls):
         limits: ClientLimits | None = None,
         hooks: ClientHooks | None = None,
         checks: ClientChecks | None = None,
+        tasks: bool = False,
         **deprecated: Unpack[DeprecatedClientOptions],
     ) -> None:
         options = resolve_client_options(
@@ -157,10 +165,13 @@ class Client(TypedCalls):
         check_callback("ClientHooks.on_resource_updated", hooks_.on_resource_updated, 1)
         check_callback("ClientHooks.on_log", hooks_.on_log, 3)
         self.mode = mode
-        self.target = connector_for(server, auth=auth, timeout=options.timeouts.request)
+        self.target = connector_for(server, auth=auth, timeout=options.timeouts.request, registry=self.registry)
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
         self._capability_overrides = capabilities
         self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
+        if tasks:
+            self.extensions.setdefault(TASKS_EXTENSION, {})  # the extension's opt-in, on every request
+        self.tasks = ClientTasks(self, tasks)
         self.log_level = log_level
         self.timeouts = options.timeouts
         self.limits = options.limits
@@ -377,8 +388,10 @@ class Client(TypedCalls):
                 await call(self.hooks.on_resource_updated, event.uri)
         elif self.hooks.on_list_changed is not None:
             await call(self.hooks.on_list_changed, event.kind)
-        if self.output_checker is not None and event.kind == "tools":
-            self.output_checker.forget()
+        if event.kind == "tools":
+            if self.output_checker is not None:
+                self.output_checker.forget()
+            self.tasks.forget()
 
     def listen(
         self, *, tools: bool = False, prompts: bool = False, resources: bool = False, resource_uris: Iterable[str] = ()
@@ -401,6 +414,9 @@ __all__ = [
     "InputHandlers",
     "SamplingHandler",
     "Subscription",
+    "TaskCancelled",
+    "TaskState",
     "Timeouts",
+    "ToolTask",
     "connector_for",
 ]

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
 
     from .options import ClientLimits
+    from .tasks import ClientTasks, ToolTask
 
 log = logging.getLogger("mcpgen.runtime.client")
 
@@ -114,6 +115,7 @@ class TypedCalls(abc.ABC):
 
     limits: ClientLimits
     output_checker: OutputChecker | None
+    tasks: ClientTasks
 
     @abc.abstractmethod
     async def request(
@@ -166,6 +168,7 @@ class TypedCalls(abc.ABC):
         timeout: Timeout = DEFAULT,
         progress: ProgressCallback | None = None,
         resolve_input: Literal[True] = True,
+        wait: Literal[True] = True,
     ) -> CallToolResult: ...
 
     @overload
@@ -177,8 +180,10 @@ class TypedCalls(abc.ABC):
         timeout: Timeout = DEFAULT,
         progress: ProgressCallback | None = None,
         resolve_input: Literal[False],
+        wait: Literal[True] = True,
     ) -> CallToolResult | InputRequiredResult: ...
 
+    @overload
     async def call_tool(
         self,
         name: str,
@@ -186,10 +191,39 @@ class TypedCalls(abc.ABC):
         *,
         timeout: Timeout = DEFAULT,
         progress: ProgressCallback | None = None,
+        resolve_input: Literal[True] = True,
+        wait: Literal[False],
+    ) -> CallToolResult | ToolTask: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
+        resolve_input: Literal[False],
+        wait: Literal[False],
+    ) -> CallToolResult | InputRequiredResult | ToolTask: ...
+
+    async def call_tool(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: Timeout = DEFAULT,
+        progress: ProgressCallback | None = None,
         resolve_input: bool = True,
-    ) -> CallToolResult | InputRequiredResult:
+        wait: bool = True,
+    ) -> CallToolResult | InputRequiredResult | ToolTask:
         """Call a tool; input the server asks for is answered by this client's handlers (with
         `resolve_input=False`, an `InputRequiredResult` comes back for you to answer, see `retry`).
+
+        A call the server runs as a task (a client made with `tasks=True`) is waited for and its
+        outcome returned as if the call had been synchronous (a `timeout` given here bounds the
+        whole wait, and a call that times out or is cancelled cancels its task); with
+        `wait=False` it comes back as a `ToolTask` to wait on, poll or cancel yourself.
 
         Over HTTP some arguments travel in headers too, as the tool's listing says; a server that
         finds them missing or stale (`HeaderMismatch`) gets the tool list read again and the call
@@ -197,6 +231,8 @@ class TypedCalls(abc.ABC):
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
+        if self.tasks.enabled:  # the handshake era's design asks for a task in the params
+            params = await self.tasks.prepare(name, params)
         try:
             result = await self.request(
                 "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
@@ -207,6 +243,11 @@ class TypedCalls(abc.ABC):
             result = await self.request(
                 "tools/call", params, timeout=timeout, progress=progress, resolve_input=resolve_input
             )
+        if self.tasks.enabled and self.tasks.is_task(result):
+            task = self.tasks.adopt(name, result)
+            if not wait:
+                return task
+            result = await self.tasks.finish_call(task, timeout)
         if self.output_checker is not None:
             await self.output_checker.check(name, result)
         return cast("CallToolResult | InputRequiredResult", result)

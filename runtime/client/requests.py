@@ -25,7 +25,7 @@ from ..protocol.errors import (
     UnsupportedProtocolVersion,
     validation_detail,
 )
-from ..protocol.keys import REQUEST
+from ..protocol.keys import CLIENT_CAPABILITIES_KEY, REQUEST
 from .input import needs_input, retry_params
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ class PipelineHost(Protocol):
     versions: tuple[str, ...]
     server_capabilities: dict[str, Any] | None
     inputs: InputAnswerer
+    extensions: dict[str, dict[str, Any]]
 
     @property
     def session(self) -> ClientSession: ...
@@ -68,9 +69,10 @@ class RequestPipeline:
         self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)
 
     def spec(self, method: str) -> Any:
-        """The table row of `method` for the negotiated version, checked as ours to send."""
+        """The table row of `method` for the negotiated version (with the extensions this client
+        declares in force), checked as ours to send."""
         version = self.client.protocol_version
-        spec = self.client.registry.spec(version, method)
+        spec = self.client.registry.table(version, self.client.extensions).get(method)
         if spec is None:
             raise CapabilityError(f"{method} is not a method of protocol {version}")
         if spec.kind != REQUEST or not spec.direction.allows("client"):
@@ -151,7 +153,14 @@ class RequestPipeline:
 
     def _check_gate(self, spec: Any, body: Mapping[str, Any] | None) -> None:
         gate = spec.capability
-        if gate is None or gate.side not in ("server", "receiver") or self.client.server_capabilities is None:
+        if gate is None or gate.side not in ("server", "receiver", "both"):
+            return
+        if gate.side == "both":  # ours to declare too (an extension's method): in this request's capabilities
+            meta = (body or {}).get("_meta")
+            declared = meta.get(CLIENT_CAPABILITIES_KEY) if isinstance(meta, Mapping) else None
+            if not gate_allows(declared if isinstance(declared, Mapping) else None, gate, body):
+                raise CapabilityError(f"{spec.method} needs this client to declare {gate.path}")
+        if self.client.server_capabilities is None:
             return
         if not gate_allows(self.client.server_capabilities, gate, body):
             missing = missing_paths(self.client.server_capabilities, gate, body)

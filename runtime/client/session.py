@@ -16,6 +16,7 @@ from ..protocol.errors import InvalidParams, MethodNotFound
 from ..protocol.keys import HANDSHAKE_METHOD, REQUEST, SUBSCRIPTION_ID_KEY
 from ..protocol.wire import is_request_id
 from .subscriptions import Subscription, event_for
+from .tasks import NOTIFICATIONS
 
 if TYPE_CHECKING:
     from . import Client
@@ -70,6 +71,9 @@ class ClientSession(Session):
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:
         params = params or {}
+        if method in NOTIFICATIONS:  # a task's status (either design): its handle hears of it
+            self.client.tasks.notified(method, params)
+            return
         meta = params.get("_meta")
         tag = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
         stream = self.listens.get(tag) if is_request_id(tag) else None

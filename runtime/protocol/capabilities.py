@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -11,8 +11,14 @@ if TYPE_CHECKING:
 
 def has_capability(capabilities: Mapping[str, Any] | None, path: str) -> bool:
     """Does a capabilities object declare dotted `path` (present, and not `false`/`null`)?"""
+    return has_keys(capabilities, path.split("."))
+
+
+def has_keys(capabilities: Mapping[str, Any] | None, keys: Iterable[str]) -> bool:
+    """Does a capabilities object declare the path `keys` steps through (present, and not
+    `false`/`null`)? The form for a path with a key that has dots of its own (an extension's id)."""
     node: Any = capabilities or {}
-    for key in path.split("."):
+    for key in keys:
         if not isinstance(node, Mapping) or key not in node:
             return False
         node = node[key]
@@ -29,7 +35,7 @@ def gate_allows(capabilities: Mapping[str, Any] | None, gate: Gate, params: Mapp
     (`elicitation: {}` means form mode only).
     """
     if gate.param is None and not gate.param_requires:  # the common gate: one path
-        return has_capability(capabilities, gate.path)
+        return has_keys(capabilities, gate.keys)
     return not missing_paths(capabilities, gate, params)
 
 
@@ -38,9 +44,16 @@ def missing_paths(capabilities: Mapping[str, Any] | None, gate: Gate, params: Ma
     params needs and `capabilities` lacks; empty when the gate is satisfied."""
     missing = [extra for extra in gate.extra_paths(params) if not has_capability(capabilities, extra)]
     path = gate.path_for(params)
-    if not has_capability(capabilities, path) and not _default_refinement(capabilities, gate, path):
+    declared = has_keys(capabilities, gate.keys) if path == gate.path else has_capability(capabilities, path)
+    if not declared and not _default_refinement(capabilities, gate, path):
         missing.insert(0, path)
     return missing
+
+
+def gate_requirement(gate: Gate) -> dict[str, Any]:
+    """The capabilities object a gate's own path asks for (`requiredCapabilities` of a -32021),
+    nested by the gate's keys: `{"extensions": {"io.example/ext": {}}}`."""
+    return nested_keys(gate.keys)
 
 
 def _default_refinement(capabilities: Mapping[str, Any] | None, gate: Gate, path: str) -> bool:
@@ -71,9 +84,14 @@ def merge_capabilities(base: Mapping[str, Any], overrides: Mapping[str, Any]) ->
 
 def nested_capability(path: str) -> dict[str, Any]:
     """`"elicitation.url"` -> `{"elicitation": {"url": {}}}` (for `requiredCapabilities`)."""
+    return nested_keys(path.split("."))
+
+
+def nested_keys(keys: Iterable[str]) -> dict[str, Any]:
+    """`("extensions", "io.example/ext")` -> `{"extensions": {"io.example/ext": {}}}`."""
     out: dict[str, Any] = {}
     node = out
-    for key in path.split("."):
+    for key in keys:
         node[key] = {}
         node = node[key]
     return out

@@ -136,7 +136,10 @@ class ModernRules(EraRules):
         if missing:
             return Rejection(INVALID_PARAMS, f"a modern request needs _meta {', '.join(repr(k) for k in missing)}")
         if call.headers is not None:
-            problem = http_headers.mismatch(call.method, call.params, call.headers, router.header_params(call.params))
+            name_field = router.name_param(call.method, call.requested_version)
+            problem = http_headers.mismatch(
+                call.method, call.params, call.headers, router.header_params(call.params), name_field
+            )
             if problem is not None:
                 return Rejection(HeaderMismatch.code, f"Header mismatch: {problem}")
         requested = call.requested_version

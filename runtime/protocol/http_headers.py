@@ -22,8 +22,6 @@ METHOD = "mcp-method"
 NAME = "mcp-name"
 PARAM_PREFIX = "mcp-param-"
 SESSION_ID = "mcp-session-id"
-# The params field `Mcp-Name` mirrors, for the methods that have one (the transport spec's list).
-NAME_PARAMS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 _B64_START, _B64_END = "=?base64?", "?="
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -86,12 +84,17 @@ def _same(header: str | None, value: object) -> bool:
 
 
 def mismatch(
-    method: str, params: Mapping[str, Any] | None, headers: Mapping[str, str], header_params: Mapping[str, str]
+    method: str,
+    params: Mapping[str, Any] | None,
+    headers: Mapping[str, str],
+    header_params: Mapping[str, str],
+    name_field: str | None = None,
 ) -> str | None:
     """What the routing headers get wrong about this request (None: they agree with the body).
 
     `headers` has lower-case names; `header_params` maps a tool's `x-mcp-header` names to its
-    argument names.
+    argument names; `name_field` is the params field `Mcp-Name` mirrors for this method (the
+    table row's `name_param`; None: the method has no `Mcp-Name`).
     """
     params = params or {}
     found_meta = params.get("_meta")
@@ -101,11 +104,10 @@ def mismatch(
         return "the MCP-Protocol-Version header does not match _meta protocolVersion"
     if headers.get(METHOD) is None or headers[METHOD].strip(_OWS) != method:
         return f"the Mcp-Method header does not match the method {method!r}"
-    field = NAME_PARAMS.get(method)
-    if field is not None:
+    if name_field is not None:
         raw = headers.get(NAME)
-        if raw is None or decode_value(raw) != params.get(field):
-            return f"the Mcp-Name header does not match params.{field}"
+        if raw is None or decode_value(raw) != params.get(name_field):
+            return f"the Mcp-Name header does not match params.{name_field}"
     found_arguments = params.get("arguments")
     arguments: Mapping[str, Any] = found_arguments if isinstance(found_arguments, Mapping) else {}
     for header_name, argument in header_params.items():

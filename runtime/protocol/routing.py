@@ -12,7 +12,9 @@ are handshake-era. A modern request runs the modern ladder in this order: the `_
 (-32020), then whether the version is served (-32022). Then, for any era: the method must be a
 client request of that version's table (-32601, so `initialize` or `ping` sent as a modern
 request is -32601), the server must offer the capability that gates it (-32601), a handler must
-exist (-32601), and the params must validate (-32602).
+exist (-32601), and the params must validate (-32602). The table is the version's with the
+extensions the server enables in force (`VersionRegistry.table`); a method gated on both sides
+(an extension's) also needs the client to declare the capability in that request (-32021).
 """
 
 from __future__ import annotations
@@ -24,9 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .capabilities import gate_allows
-from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, McpError, http_status, validation_detail
-from .keys import PROTOCOL_VERSION_KEY, REQUEST
+from .capabilities import gate_allows, gate_requirement
+from .errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    McpError,
+    MissingClientCapability,
+    http_status,
+    validation_detail,
+)
+from .keys import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, REQUEST
 from .tables import VersionRegistry
 
 if TYPE_CHECKING:
@@ -43,6 +52,7 @@ class Call:
     params: Mapping[str, Any] | None
     headers: Mapping[str, str] | None = None  # lower-case names; None when the transport has none
     session_version: str | None = None  # what `initialize` negotiated on this session
+    session_capabilities: Mapping[str, Any] | None = None  # what the client declared in `initialize`
 
     meta: Mapping[str, Any] = field(init=False, repr=False, compare=False)
 
@@ -53,6 +63,14 @@ class Call:
     @property
     def requested_version(self) -> Any:
         return self.meta.get(PROTOCOL_VERSION_KEY)
+
+    def client_capabilities(self, era: EraRules) -> Mapping[str, Any]:
+        """What the client declared for this request: in its own `_meta` for a self-contained era,
+        else what it declared when its session opened."""
+        if era.self_contained:
+            found = self.meta.get(CLIENT_CAPABILITIES_KEY)
+            return found if isinstance(found, Mapping) else {}
+        return self.session_capabilities or {}
 
 
 @dataclass(slots=True)
@@ -93,7 +111,23 @@ class Router:
     capabilities: Callable[[], Mapping[str, Any]]  # what the server offers
     header_params: Callable[[Mapping[str, Any] | None], Mapping[str, str]] = field(default=lambda params: {})
     """For a `tools/call`: the tool's `x-mcp-header` parameters (header name -> argument name)."""
+    extensions: Callable[[], frozenset[str]] = field(default=frozenset)
+    """The ids of the extensions the server enables (their rows are in force in its tables)."""
+    validated: Callable[[str, Mapping[str, Any] | None], Mapping[str, Any] | None] = field(
+        default=lambda method, params: params
+    )
+    """The part of a request's params routing validates (default: all of it); a handler that
+    checks some part itself against state only it has (answers to a task's outstanding input
+    requests) leaves that part out here and reads it from the request."""
     _by_era: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
+
+    def table(self, version: str) -> Mapping[str, MethodSpec]:
+        """The table `version` is served with: the version's, with the enabled extensions in force."""
+        return self.registry.table(version, self.extensions())
+
+    def name_param(self, method: str, version: object) -> str | None:
+        """The params field `Mcp-Name` mirrors for `method` as the request's version serves it."""
+        return self.registry.name_param(method, version, self.extensions())
 
     def versions_of(self, era: EraRules) -> list[str]:
         """The versions of `era` this server serves, newest first."""
@@ -120,21 +154,36 @@ class Router:
             {"supported": self.supported_newest_first()},
         )
 
+    def _gated(self, call: Call, spec: MethodSpec, era: EraRules) -> Rejection | None:
+        """The refusal of a method whose capability the server does not offer (-32601), or, for a
+        method gated on both sides, that the request does not declare (-32021)."""
+        gate = spec.capability
+        if gate is None or gate.side not in ("server", "receiver", "both"):
+            return None
+        if not gate_allows(self.capabilities(), gate, call.params):
+            return Rejection(
+                METHOD_NOT_FOUND, f"method not found: {call.method} (this server does not offer {gate.path})"
+            )
+        if gate.side == "both" and not gate_allows(call.client_capabilities(era), gate, call.params):
+            return Rejection(
+                MissingClientCapability.code,
+                f"Missing required client capability: {call.method} needs the client to declare {gate.path}",
+                {"requiredCapabilities": gate_requirement(gate)},
+            )
+        return None
+
     def resolve(self, call: Call, version: str, era: EraRules) -> Route | Rejection:
         """The table steps, the same for every era."""
-        spec = self.registry.spec(version, call.method)
+        spec = self.table(version).get(call.method)
         if spec is None or spec.kind != REQUEST or not spec.direction.allows("client"):
             return Rejection(METHOD_NOT_FOUND, f"method not found: {call.method} (protocol {version})")
-        gate = spec.capability
-        if gate is not None and gate.side in ("server", "receiver"):
-            if not gate_allows(self.capabilities(), gate, call.params):
-                return Rejection(
-                    METHOD_NOT_FOUND, f"method not found: {call.method} (this server does not offer {gate.path})"
-                )
+        refused = self._gated(call, spec, era)
+        if refused is not None:
+            return refused
         if call.method not in self.handlers:
             return Rejection(METHOD_NOT_FOUND, f"method not found: {call.method}")
         try:
-            params = spec.parse_params(call.params)
+            params = spec.parse_params(self.validated(call.method, call.params))
         except ValidationError as exc:
             return Rejection(
                 INVALID_PARAMS,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from mcpgen.generated._spec import MethodSpec
+    from mcpgen.generated._spec import ExtensionSpec, MethodSpec
 
 
 def _load_default_tree() -> ModuleType:
@@ -37,6 +37,7 @@ class VersionRegistry:
         self.tree = tree if tree is not None else _load_default_tree()
         self.supported: tuple[str, ...] = tuple(self.tree.SUPPORTED)
         self._methods = lru_cache(maxsize=None)(self._load_methods)
+        self._tables = lru_cache(maxsize=None)(self._applied)
 
     # -- tables ------------------------------------------------------------------------------
 
@@ -50,6 +51,49 @@ class VersionRegistry:
 
     def spec(self, version: str, method: str) -> MethodSpec | None:
         return self.methods(version).get(method)
+
+    # -- extensions ----------------------------------------------------------------------------
+
+    def extensions(self, version: str) -> Mapping[str, ExtensionSpec]:
+        """The pinned extensions of the tree that apply to `version`, by id (none for a tree made
+        before extensions were generated)."""
+        found = getattr(self.tree, "extensions", None)
+        if found is None or version not in self.supported:
+            return {}
+        extensions: Mapping[str, ExtensionSpec] = found(version)
+        return extensions
+
+    def extension(self, ext_id: str, version: str) -> ExtensionSpec | None:
+        """Extension `ext_id` on `version`, or None when the tree has no such extension there."""
+        return self.extensions(version).get(ext_id)
+
+    def table(self, version: str, extensions: Iterable[str] = ()) -> Mapping[str, MethodSpec]:
+        """`version`'s table with the given extensions in force (those that apply to it): their
+        methods in, the methods they remove out, their rows for the methods they augment."""
+        if not extensions:  # the common case, on every request: the version's own table
+            return self._methods(version)
+        return self._tables(version, frozenset(extensions))
+
+    def _applied(self, version: str, extensions: frozenset[str]) -> Mapping[str, MethodSpec]:
+        table = self.methods(version)
+        for ext_id in sorted(extensions):
+            found = self.extension(ext_id, version)
+            if found is not None:
+                table = found.apply(table)
+        return table
+
+    def name_param(self, method: str, version: object, extensions: Iterable[str] | None = None) -> str | None:
+        """The params field the `Mcp-Name` header mirrors for `method` (None: no such header), as
+        the table of `version` says, with the extensions in force (all that apply when None).
+        For a version the tree lacks, the newest version that has the method says."""
+        candidates = [version] if isinstance(version, str) and version in self.supported else []
+        candidates += [v for v in reversed(self.supported) if v not in candidates]
+        for candidate in candidates:
+            ids = self.extensions(candidate) if extensions is None else extensions
+            spec = self.table(candidate, ids).get(method)
+            if spec is not None:
+                return spec.name_param
+        return None
 
     def models(self, version: str) -> ModuleType:
         module: ModuleType = importlib.import_module(f"{self.tree.module(version).__name__}.models")
@@ -113,13 +157,15 @@ class VersionRegistry:
     def has_field(self, version: str, method: str, path: tuple[str, ...], *, result: bool = False) -> bool:
         """Does following `path` (wire names) from `method`'s params model (or result model) in
         `version` reach a field? E.g. whether the client capabilities of `initialize` carry
-        `extensions` in that version: `("capabilities", "extensions")`."""
+        `extensions` in that version: `("capabilities", "extensions")`. A list steps into its
+        items: `("tools", "execution")` of `tools/list`'s result."""
         spec = self.spec(version, method)
         if spec is None:
             return False
         model = _model_of(spec.result[0]) if result and spec.result else _model_of(spec.params) if not result else None
         for step in path[:-1]:
-            model = _model_of(_field_annotation(model, step))
+            annotation = _field_annotation(model, step)
+            model = _model_of(annotation) or _model_of(_list_item(annotation))  # a list steps into its items
         return model is not None and _field_annotation(model, path[-1]) is not None
 
     def content_types(self, version: str) -> frozenset[str]:

@@ -55,6 +55,7 @@ from .options import Caching, DeprecatedServerOptions, Sealing, ServerLimits, re
 from .pagination import CursorSealer
 from .session import ServerSession
 from .subscriptions import ListenStream
+from .tasks import TaskManager, TaskOptions, TaskSupport
 
 if TYPE_CHECKING:
     from ..auth.server.resource import ProtectedResource
@@ -76,7 +77,8 @@ class Server:
     - `validate_results`: check every result against the table before sending it;
     - the groups: `sealing` (`Sealing`: the keys of `requestState` and cursors; every worker of a
       deployment needs the same), `caching` (`Caching`: the cache hints of modern results),
-      `limits` (`ServerLimits`).
+      `limits` (`ServerLimits`), `tasks` (`TaskOptions`: where tool calls that run as tasks are
+      kept, and for how long).
 
     The keywords these groups replace still work for one release, with a `DeprecationWarning`.
     """
@@ -97,6 +99,7 @@ class Server:
         sealing: Sealing | None = None,
         caching: Caching | None = None,
         limits: ServerLimits | None = None,
+        tasks: TaskOptions | None = None,
         **deprecated: Unpack[DeprecatedServerOptions],
     ) -> None:
         options = resolve_server_options({"sealing": sealing, "caching": caching, "limits": limits}, deprecated)
@@ -132,6 +135,9 @@ class Server:
         self.listening: set[ListenStream] = set()
         self.bus: ChangeBus = LocalBus()  # a shared bus (redis_bus.RedisBus) spreads changes across processes
         self.http_auth: ProtectedResource | None = None  # what `http_app()` applies when given no `auth`
+        self.tasks = TaskManager(self, tasks)  # tool calls that run as tasks (`task_support=`)
+        self.handlers.update(self.tasks.handlers())
+        self._extension_ids: frozenset[str] = frozenset()
         self.router = Router(
             self.registry,
             self.versions,
@@ -139,6 +145,8 @@ class Server:
             self.handlers,
             self._offered,
             self._header_params,
+            self._enabled_extensions,
+            self.tasks.validated_params,
         )
 
     # -- capabilities ------------------------------------------------------------------------
@@ -159,7 +167,7 @@ class Server:
         return found
 
     def _infer_capabilities(self, version: str | None) -> dict[str, Any]:
-        extensions = self.extensions
+        extensions = {**self.extensions, **self.tasks.advertised()}
         if extensions and version is not None and not self._has_extensions(version):
             extensions = {}
         caps = infer_capabilities(
@@ -171,6 +179,7 @@ class Server:
             list_changed=self.list_changed,
             extensions=extensions,
         )
+        caps = merge_capabilities(caps, self.tasks.legacy_capabilities(version))
         return merge_capabilities(caps, self._capability_overrides)
 
     def _has_extensions(self, version: str) -> bool:
@@ -179,6 +188,15 @@ class Server:
 
     def _offered(self) -> dict[str, Any]:
         return self._cached_capabilities(None)
+
+    def _enabled_extensions(self) -> frozenset[str]:
+        """The extensions whose rows are in force in the tables this server serves."""
+        return self._extension_ids
+
+    def _extensions_changed(self) -> None:
+        self._capabilities.clear()
+        self.tasks.refresh()
+        self._extension_ids = frozenset(self.extensions) | self.tasks.extension_ids()
 
     def _header_params(self, params: Mapping[str, Any] | None) -> Mapping[str, str]:
         name = (params or {}).get("name")
@@ -202,6 +220,8 @@ class Server:
         annotations: Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         scopes: Collection[str] = (),
+        task_support: TaskSupport = "forbidden",
+        defer_task: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(  # noqa: PLR0913 - every keyword is a documented option
@@ -215,9 +235,14 @@ class Server:
         annotations: Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         scopes: Collection[str] = (),
+        task_support: TaskSupport = "forbidden",
+        defer_task: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a tool (`@server.tool`, or `@server.tool(...)` with options).
-        `scopes` are the OAuth scopes a caller needs (checked by the HTTP auth middleware)."""
+        `scopes` are the OAuth scopes a caller needs (checked by the HTTP auth middleware).
+        `task_support`: whether its calls may (`"optional"`) or must (`"required"`) run as tasks
+        (see `tasks`); `defer_task`: the task begins when the handler awaits `ctx.run_as_task()`,
+        the input it asks for before that being the call's own (multi-round-trip) input."""
 
         def register(f: F) -> F:
             self.add_tool(
@@ -228,6 +253,8 @@ class Server:
                 annotations=annotations,
                 structured_output=structured_output,
                 scopes=scopes,
+                task_support=task_support,
+                defer_task=defer_task,
             )
             return f
 
@@ -344,9 +371,11 @@ class Server:
         return register
 
     def enable_extension(self, identifier: str, settings: Mapping[str, Any] | None = None) -> None:
-        """Advertise an extension (SEP-2133); extensions are off unless enabled."""
+        """Advertise an extension (SEP-2133); extensions are off unless enabled. The rows of an
+        extension the generated tree has are in force in the tables served from then on.
+        (The tasks extension is enabled by registering a tool with `task_support`.)"""
         self.extensions[identifier] = dict(settings or {})
-        self._capabilities.clear()
+        self._extensions_changed()
 
     def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
         """The OAuth scopes a JSON-RPC message needs (the `scopes=` of the tool, prompt or resource
@@ -356,7 +385,7 @@ class Server:
     # -- change notifications ---------------------------------------------------------------
 
     def _changed(self, kind: str) -> None:
-        self._capabilities.clear()
+        self._extensions_changed()
         self.deliver(Change(kind))
 
     def notify_resource_updated(self, uri: str) -> None:
@@ -433,4 +462,5 @@ __all__ = [
     "Server",
     "ServerLimits",
     "ServerSession",
+    "TaskOptions",
 ]

@@ -89,6 +89,19 @@ class RequestContext(Context):
         """The authenticated principal of the request (None when the transport does not authenticate)."""
         return self.request.context.auth
 
+    # -- tasks ---------------------------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (None: an ordinary call; see `run_as_task`)."""
+        return None
+
+    async def run_as_task(self) -> None:
+        """Hand a task-capable tool's call over to a task from here on: the client gets its task
+        handle now and the handler goes on. For tools registered with `defer_task=True`, whose
+        multi-round-trip input is asked before the task exists; a no-op when the call cannot be a
+        task (the client did not opt in, the tool does not support tasks) or is one already."""
+
     # -- multi-round-trip input ------------------------------------------------------------------
 
     def input_required(self, state: Any = None, **requests: InputRequest) -> NoReturn:

@@ -76,7 +76,8 @@ async def set_level(server: Server, ctx: RequestContext, params: Any) -> dict[st
 
 
 async def list_tools(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
-    return _listing(server, "tools", "tools", [t.describe() for t in server.tools.values()], params)
+    execution = server.tasks.lists_support(ctx.protocol_version)  # 2025-11-25: each tool's task support
+    return _listing(server, "tools", "tools", [t.describe(execution) for t in server.tools.values()], params)
 
 
 async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:

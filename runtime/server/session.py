@@ -10,6 +10,7 @@ negotiated.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,10 @@ class ServerSession(Session):
         self.handshake: HandshakeState | None = None
         self.subscriptions: set[str] = set()  # handshake-era `resources/subscribe`
         self.outbox = OrderedWorker("server notifications")
+        self.background: anyio.abc.TaskGroup | None = None
+        """Where work outliving a request runs (tasks): the session's own task group while it runs
+        on a transport; the HTTP app's for the one that serves its self-contained requests."""
+        self._host_scope: anyio.CancelScope | None = None
 
     @property
     def handshake_version(self) -> str | None:
@@ -66,16 +71,31 @@ class ServerSession(Session):
         return self.handshake.version if self.handshake is not None else None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        async with anyio.create_task_group() as tg:
-            self.outbox.attach(tg)
-            await tg.start(super().run)
-            task_status.started()
+        try:
+            async with anyio.create_task_group() as tg:
+                self.outbox.attach(tg)
+                self.background = await tg.start(self._host)
+                await tg.start(super().run)
+                task_status.started()
+        finally:
+            self.background = None
+
+    async def _host(self, *, task_status: anyio.abc.TaskStatus[anyio.abc.TaskGroup]) -> None:
+        """Hold the task group of work that outlives requests (tasks) until the connection closes,
+        then cancel what still runs there: nobody is left to ask for it."""
+        with anyio.CancelScope() as scope:
+            self._host_scope = scope
+            async with anyio.create_task_group() as host:
+                task_status.started(host)
+                await anyio.sleep_forever()
 
     def accepts_cancel(self, incoming: IncomingRequest) -> bool:
         return incoming.method != HANDSHAKE_METHOD
 
     def on_closed(self) -> None:
         self.outbox.close()  # ends the notification sender, so the session can finish
+        if self._host_scope is not None:
+            self._host_scope.cancel()
 
     def can_cancel(self, method: str) -> bool:
         if self.handshake is None:
@@ -97,7 +117,13 @@ class ServerSession(Session):
     # -- serving ---------------------------------------------------------------------------------
 
     def route(self, request: IncomingRequest) -> Route | Rejection:
-        call = Call(request.method, request.params, request.context.headers, self.handshake_version)
+        state = self.handshake
+        if state is None:
+            call = Call(request.method, request.params, request.context.headers)
+        else:
+            call = Call(
+                request.method, request.params, request.context.headers, state.version, state.client_capabilities
+            )
         return self.server.router.route(call)
 
     async def handle_request(self, request: IncomingRequest) -> Any:
@@ -106,28 +132,38 @@ class ServerSession(Session):
             raise route.error()
         return await self.execute(request, route)
 
-    async def execute(self, request: IncomingRequest, route: Route) -> Any:
-        """Serve a routed request: run its handler (again, while it asks for input), finish the result."""
+    def execute(self, request: IncomingRequest, route: Route) -> Awaitable[Any]:
+        """Serve a routed request: run its handler (again, while it asks for input), finish the
+        result; a call that may become a task goes to the server's tasks (`tasks`). (A plain
+        function returning the coroutine to await: no frame of its own on every request.)"""
         era, spec = self.server.serving[route.era.name], route.spec
         ctx = RequestContext(self, request, route.version, era, era.client_view(request, self))
         era.open_input(ctx, spec)
         handler = self.server.handlers[spec.method]
+        if spec.method in self.server.tasks.augmented:
+            return self.server.tasks.execute(ctx, spec, route.params, handler)
+        return self.run_handler(ctx, spec, route.params, handler)
+
+    async def run_handler(self, ctx: RequestContext, spec: MethodSpec, params: Any, handler: Any) -> Any:
+        """Run a handler (again, while it asks for input the way the request's era does) and finish its result."""
+        era = ctx.serving
         rounds = 0
         while True:
             try:
-                result = await handler(ctx, route.params)
+                result = await handler(ctx, params)
                 if not isinstance(result, InputRequired):
                     return self.finish(spec, ctx, result)
                 raise result
             except InputRequired as asked:
                 rounds += 1
-                self._check_may_ask(spec, rounds)
+                self.check_may_ask(spec, rounds)
                 check_input_capabilities(ctx, asked)
                 final = await era.ask_for_input(ctx, spec, asked)
                 if final is not None:
                     return self.finish(spec, ctx, final)
 
-    def _check_may_ask(self, spec: MethodSpec, rounds: int) -> None:
+    def check_may_ask(self, spec: MethodSpec, rounds: int) -> None:
+        """May `spec`'s handler ask for input (again, for the `rounds`-th time)? InternalError if not."""
         if not self.server.registry.may_require_input(spec.method):
             log.error("the %s handler asked for input, which only multi-round-trip methods may do", spec.method)
             raise InternalError(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -32,6 +32,16 @@ LISTEN_QUEUE = 1000  # notifications a slow listen stream may fall behind before
 _keys = itertools.count(1)
 
 
+class Notice(Protocol):
+    """What a listen stream sends: a notification method and its params, tagged with the stream's id
+    (a `Change`, or a task's status: `tasks.TaskNotice`)."""
+
+    @property
+    def method(self) -> str: ...
+
+    def params(self, subscription_id: RequestId | None = None) -> dict[str, Any] | None: ...
+
+
 @dataclass(eq=False)
 class ListenStream:
     """One `subscriptions/listen` request being served."""
@@ -40,16 +50,17 @@ class ListenStream:
     kinds: frozenset[str] = frozenset()
     uris: frozenset[str] = frozenset()
     key: int = field(default_factory=lambda: next(_keys))  # listen ids of different clients may collide
-    _send: MemoryObjectSendStream[Change] | None = None
-    _receive: MemoryObjectReceiveStream[Change] | None = None
+    task_ids: frozenset[str] = frozenset()  # tasks whose status changes it hears (the tasks extension)
+    _send: MemoryObjectSendStream[Notice] | None = None
+    _receive: MemoryObjectReceiveStream[Notice] | None = None
 
     def __post_init__(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[Change](LISTEN_QUEUE)
+        self._send, self._receive = anyio.create_memory_object_stream[Notice](LISTEN_QUEUE)
 
     def wants(self, change: Change) -> bool:
         return change.uri in self.uris if change.uri is not None else change.kind in self.kinds
 
-    def push(self, change: Change) -> None:
+    def push(self, change: Notice) -> None:
         assert self._send is not None
         try:
             self._send.send_nowait(change)
@@ -79,7 +90,8 @@ async def serve_listen(ctx: RequestContext, params: Any) -> dict[str, Any]:
     if wanted.resource_subscriptions and has_capability(caps, "resources.subscribe"):
         uris = frozenset(wanted.resource_subscriptions)
         honoured["resourceSubscriptions"] = sorted(uris)
-    stream = ListenStream(ctx.request_id, frozenset(kinds), uris)
+    task_ids = await ctx.server.tasks.listen_for(ctx, wanted, honoured)
+    stream = ListenStream(ctx.request_id, frozenset(kinds), uris, task_ids=task_ids)
     route = ctx.request.context.reply
     session = ctx.session
     await session.send_notification(
@@ -89,10 +101,13 @@ async def serve_listen(ctx: RequestContext, params: Any) -> dict[str, Any]:
     )
     ctx.server.listening.add(stream)
     try:
+        if task_ids:
+            await ctx.server.tasks.attach(stream)
         assert stream._receive is not None
         async with stream._receive:
             async for change in stream._receive:
                 await session.send_notification(change.method, change.params(stream.subscription_id), route=route)
     finally:
         ctx.server.listening.discard(stream)
+        ctx.server.tasks.detach(stream)
     return {"_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}}

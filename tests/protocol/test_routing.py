@@ -128,3 +128,50 @@ def test_gates_handlers_and_params() -> None:
     rejected(route(server, "tools/call", {"_meta": meta()}), -32602)  # name missing
     server.handlers.pop("prompts/list")
     rejected(route(server, "prompts/list", {"_meta": meta()}), -32601)  # no handler
+
+
+# -- extensions ------------------------------------------------------------------------------------
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+def tasks_server() -> Server:
+    server = make_server()
+
+    @server.tool(task_support="optional")
+    def crunch() -> str:
+        return "crunched"
+
+    return server
+
+
+def test_an_extension_s_rows_are_served_only_when_the_server_enables_it() -> None:
+    params = {"taskId": "t", "_meta": meta(caps={"extensions": {TASKS: {}}})}
+    rejected(route(make_server(), "tasks/get", params), -32601)  # no task-capable tool: not in its tables
+    found = route(tasks_server(), "tasks/get", params)
+    assert isinstance(found, Route) and found.spec.capability.keys == ("extensions", TASKS)
+    call = route(tasks_server(), "tools/call", {"name": "crunch", "_meta": meta()})
+    assert isinstance(call, Route) and "task" in dict(call.spec.result_tags)  # the augmented row
+
+
+def test_a_method_gated_on_both_sides_needs_the_request_to_declare_it() -> None:
+    found = rejected(route(tasks_server(), "tasks/cancel", {"taskId": "t", "_meta": meta()}), -32021)
+    assert found.http_status == 400
+    assert found.data == {"requiredCapabilities": {"extensions": {TASKS: {}}}}  # the id is one key, dots and all
+    # A self-contained request declares for itself, whatever its connection said before; in an era
+    # with sessions, what the client declared when the session opened counts.
+    server = tasks_server()
+    declared = {"extensions": {TASKS: {}}}
+    call = Call("tasks/cancel", {"taskId": "t", "_meta": meta()}, session_capabilities=declared)
+    rejected(server.router.resolve(call, V26, server.eras.of(V26)), -32021)
+    assert isinstance(server.router.resolve(call, V26, server.eras.of(V25)), Route)
+
+
+def test_the_answers_of_tasks_update_are_left_to_its_handler() -> None:
+    params = {
+        "taskId": "t",
+        "inputResponses": {"k": {"not": "an answer"}},
+        "_meta": meta(caps={"extensions": {TASKS: {}}}),
+    }
+    assert isinstance(route(tasks_server(), "tasks/update", params), Route)
+    rejected(route(tasks_server(), "tasks/update", {**params, "inputResponses": 7}), -32602)

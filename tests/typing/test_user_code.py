@@ -30,6 +30,7 @@ async def test_the_user_client_runs_against_the_user_server(capsys: pytest.Captu
     out = capsys.readouterr().out
     assert "2026-07-28 modern" in out
     assert "deleted x" in out  # the elicitation round trip, written once for both eras
+    assert "True counted to 3 (as a task)" in out and "enrolled in python" in out
 
 
 async def test_tools_that_ask_for_input_publish_only_their_own_output() -> None:

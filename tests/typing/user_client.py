@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 from mcpgen.generated.types import CallToolResult, InputRequiredResult
-from mcpgen.runtime import Client, ClientHooks, InputHandlers, stdio
+from mcpgen.runtime import Client, ClientHooks, InputHandlers, TaskState, ToolTask, stdio
 
 
 async def on_log(level: Any, data: Any, logger: Any) -> None:
@@ -20,6 +20,10 @@ async def on_change(kind: str) -> None:
 
 async def confirm_everything(params: Any) -> dict[str, Any]:
     return {"action": "accept", "content": {"ok": True}}
+
+
+def show(state: TaskState) -> None:
+    print("task", state.status, file=sys.stderr)
 
 
 def first_text(result: CallToolResult) -> str | None:
@@ -36,6 +40,7 @@ async def main(command: list[str]) -> None:
         mode="auto",
         hooks=ClientHooks(on_log=on_log, on_list_changed=on_change),
         inputs=InputHandlers(elicitation=confirm_everything),
+        tasks=True,  # tool calls the server runs as tasks: waited for, or handed over with wait=False
     ) as client:
         print(client.protocol_version, client.era, client.server_info)
         names: list[str] = [tool.name async for tool in client.tools()]
@@ -46,6 +51,13 @@ async def main(command: list[str]) -> None:
         pending = await client.call_tool("delete", {"item": "y"}, resolve_input=False)
         if isinstance(pending, InputRequiredResult):  # the server asked for input: answer it yourself
             print(sorted(pending.input_requests or {}))
+        outcome = await client.call_tool("crunch", {"n": 3}, wait=False)
+        if isinstance(outcome, ToolTask):
+            state: TaskState = await outcome.status()
+            finished: CallToolResult = await outcome.result(on_status=show)
+            print(state.task_id == outcome.task_id, first_text(finished))
+        enrolled: CallToolResult = await client.call_tool("enroll", {"course": "python"})  # waits for the task
+        print(first_text(enrolled))
         async with client.listen(tools=True) as subscription:
             print(subscription.honoured)
 

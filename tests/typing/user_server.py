@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from mcpgen.runtime import RequestContext, Server, elicit, sample
+from mcpgen.runtime import RequestContext, Server, TaskOptions, elicit, sample
 from pydantic import BaseModel
 
-server = Server("typed-demo", "1.0", instructions="A server written the way users write them.")
+server = Server(
+    "typed-demo",
+    "1.0",
+    instructions="A server written the way users write them.",
+    tasks=TaskOptions(ttl_ms=600_000, poll_interval_ms=50),
+)
 
 
 class Confirm(BaseModel):
@@ -43,6 +48,22 @@ def summarize(ctx: RequestContext, text: str) -> str:
         return ctx.input_required(summary=sample([f"Summarize: {text}"], max_tokens=50))
     content = reply.content
     return content.text if not isinstance(content, list) and content.type == "text" else "(no text)"
+
+
+@server.tool(task_support="optional")
+async def crunch(ctx: RequestContext, n: int) -> str:
+    """Counts to `n`: a task when the client opts in (an ordinary call otherwise)."""
+    return f"counted to {n} ({'as a task' if ctx.task_id is not None else 'at once'})"
+
+
+@server.tool(task_support="required", defer_task=True)
+async def enroll(ctx: RequestContext, course: str) -> str:
+    """Asks first (an ordinary multi-round-trip exchange), then runs as a task."""
+    answer = ctx.elicitation("confirm", Confirm)
+    if answer is None:
+        return ctx.input_required(confirm=elicit(f"Enroll in {course}?", Confirm))
+    await ctx.run_as_task()  # the client gets its task handle here; the rest runs in the background
+    return f"enrolled in {course}" if answer.content is not None and answer.content.ok else "not enrolled"
 
 
 @server.prompt()

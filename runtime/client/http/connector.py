@@ -32,6 +32,7 @@ authorization) is sent again once. httpx is imported on first use (the `http` ex
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -53,6 +54,7 @@ from ...protocol.errors import (
     McpRuntimeError,
     SessionExpired,
 )
+from ...protocol.tables import VersionRegistry
 from .channel import INITIALIZE, Channel, InFlight, authorization_refused, describe, http_error
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ class Http:
     `terminate_on_close`: DELETE the handshake-era session on close; `close_timeout`: how long
     that may take (default: `timeout`; a `Client` made from a URL gives its request timeout).
     `reconnect_delay`: seconds before resuming a stream whose server named no `retry`.
+    `registry`: the tables (see below).
     """
 
     url: str
@@ -92,6 +95,9 @@ class Http:
     close_timeout: float | None = None
     reconnect_delay: float = 1.0
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    registry: VersionRegistry | None = None
+    """The generated tree whose tables say which params field `Mcp-Name` mirrors for each method
+    (default: the one mcpgen ships; `Client(url, registry=...)` passes its own)."""
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")):
@@ -129,6 +135,11 @@ class Http:
 
 http = Http  # `http(url, auth=..., ...)`: the connector, with every option typed
 """Connect to a Streamable HTTP endpoint (the options: see `Http`)."""
+
+
+@functools.cache
+def _default_registry() -> VersionRegistry:
+    return VersionRegistry()
 
 
 class Connection(Channel):
@@ -207,7 +218,8 @@ class Connection(Channel):
         if self_contained:
             headers[routing.PROTOCOL_VERSION] = str(message_version(params))
             headers["Mcp-Method"] = str(method)
-            field = routing.NAME_PARAMS.get(str(method))
+            registry = self.endpoint.registry or _default_registry()
+            field = registry.name_param(str(method), message_version(params))
             name = routing.encode_value(params.get(field)) if field is not None else None
             if name is not None:
                 headers["Mcp-Name"] = name

@@ -26,7 +26,7 @@ import typing
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -62,8 +62,11 @@ class ToolDef:
     wrap_result: bool = False  # structured output of a non-object type goes under "result"
     output_adapter: TypeAdapter[Any] | None = None
     scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden"  # may/must its calls run as tasks
+    defer_task: bool = False  # the task begins at `ctx.run_as_task()` (input asked before it, synchronously)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, execution: bool = False) -> dict[str, Any]:
+        """The tool as listed; `execution`: with its task support (2025-11-25's `execution.taskSupport`)."""
         return wire_object(
             {"name": self.name, "inputSchema": self.input_schema},
             title=self.title,
@@ -71,6 +74,7 @@ class ToolDef:
             outputSchema=self.output_schema,
             annotations=self.annotations,
             icons=self.icons,
+            execution={"taskSupport": self.task_support} if execution and self.task_support != "forbidden" else None,
             _meta=self.meta,
         )
 
@@ -198,8 +202,12 @@ def make_tool(  # noqa: PLR0913 - every keyword is a documented option
     meta: dict[str, Any] | None = None,
     structured_output: bool | None = None,
     scopes: Collection[str] = (),
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden",
+    defer_task: bool = False,
 ) -> ToolDef:
     """Describe `fn` as a tool: arguments model and JSON schemas from its signature."""
+    if task_support not in ("forbidden", "optional", "required"):
+        raise ValueError(f"task_support must be 'forbidden', 'optional' or 'required', not {task_support!r}")
     tool_name = name or fn.__name__
     found = hints(fn)
     arguments, context, model_param = _arguments(fn, tool_name, found)
@@ -226,6 +234,8 @@ def make_tool(  # noqa: PLR0913 - every keyword is a documented option
         wrap_result=wrap,
         output_adapter=adapter,
         scopes=frozenset(scopes),
+        task_support=task_support,
+        defer_task=defer_task,
     )
 
 

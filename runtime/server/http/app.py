@@ -136,19 +136,22 @@ class HttpApp:
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Run the endpoint's background work (sessions, reaping, the change bus) for the body."""
+        """Run the endpoint's background work (sessions, reaping, the change bus, tasks and the task
+        store's change feed) for the body."""
         if self._task_group is not None:
             raise RuntimeError("this app is running already")
         async with anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
+            self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
             await tg.start(self._run_bus)
+            await tg.start(self.server.tasks.run)
             try:
                 yield
             finally:
                 self.close_streams()
                 self.sessions.close_all()
-                self._task_group = self.sessions.task_group = None
+                self._task_group = self.sessions.task_group = self.stateless.background = None
                 tg.cancel_scope.cancel()
 
     async def _run_bus(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

@@ -4,7 +4,8 @@
 
 `app_factory` builds one app per worker process from the environment: `MCPGEN_SERVER`
 (`path/to/file.py:attr` or `package.module:attr`, a `Server` or a function returning one),
-`MCPGEN_PATH` (default `/mcp`), `MCPGEN_REDIS_URL` (a Redis change bus shared by the workers) and,
+`MCPGEN_PATH` (default `/mcp`), `MCPGEN_REDIS_URL` (a Redis change bus and task store shared by the
+workers; a task store the server set itself is kept) and,
 through the server, `MCPGEN_STATE_KEYS` (the `requestState` sealing keys every worker must share).
 """
 
@@ -96,6 +97,10 @@ def app_factory() -> HttpApp:
     redis_url = os.environ.get(REDIS_ENV)
     if redis_url:
         from ..redis_bus import RedisBus
+        from ..tasks import MemoryTaskStore
+        from ..tasks.redis_store import RedisTaskStore
 
         server.bus = RedisBus(redis_url)
+        if isinstance(server.tasks.store, MemoryTaskStore):  # the workers share their tasks (unless told otherwise)
+            server.tasks.store = RedisTaskStore(redis_url)
     return server.http_app(os.environ.get(PATH_ENV, "/mcp"))
