@@ -1,0 +1,210 @@
+"""Running a documentation page's code blocks, in order, as a reader would (tests/docs).
+
+A page is a Markdown file (the README, or a page of the site under docs/). Its fenced blocks:
+
+- ```python blocks run in one namespace per page, as in an async REPL (`python -m asyncio`:
+  top-level `await` and `async with` are fine);
+- a block with a file name (```python title="server.py", or the README's ```python file=server.py)
+  is written to that file in the page's project folder instead of being run (a toml or json one is
+  parsed first);
+- ```sh blocks run line by line in the project folder: a line ending in `&` is a server, started in
+  the background (leading `NAME=value` words are its environment), and the runner waits for the
+  port its `--port`, `--bind` or `--dev-addr` names; the lines that make the environment the tests
+  run in (`pip install`, `.ci/...`, the test command itself) are not run again;
+- ```toml and ```json blocks must parse; ```text blocks (output, layouts) are not run;
+- any other language is refused, so a block cannot dodge the runner by its spelling (`bash`, `py`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+import anyio
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parents[2]
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
+ENVIRONMENT = ("pip install", ".ci/", ".venv/bin/python -m pytest")
+LANGUAGES = {"python", "sh", "toml", "json", "text"}
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+LISTENS = re.compile(r"--(?:port[ =](?P<port>\d+)|(?:bind|dev-addr)[ =]\S*:(?P<addr_port>\d+))")
+
+
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    attrs: dict[str, str]
+    code: str
+    line: int
+    page: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page} line {self.line}"
+
+    @property
+    def file(self) -> str | None:
+        """The file this block is (`title="NAME"` on the site, `file=NAME` in the README)."""
+        return self.attrs.get("title") or self.attrs.get("file")
+
+
+def blocks(path: Path) -> Iterator[Block]:
+    text = path.read_text(encoding="utf-8")
+    page = str(path.relative_to(REPO))
+    for match in FENCE.finditer(text):
+        info = shlex.split(match.group(1))
+        lang = info[0] if info else ""
+        attrs = dict(part.split("=", 1) for part in info[1:] if "=" in part)
+        yield Block(lang, attrs, match.group(2), text.count("\n", 0, match.start()) + 1, page)
+
+
+def commands(code: str) -> Iterator[str]:
+    """The shell lines of a block: comments dropped, `\\` continuations joined."""
+    pending = ""
+    for raw in code.splitlines():
+        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if line:
+            yield line
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+            raise AssertionError(f"the server exited with {process.returncode}:\n{stderr}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"nothing listens on port {port} after {seconds} s")
+
+
+def base_environment() -> dict[str, str]:
+    """The environment a page's commands run in: this interpreter's scripts first on PATH, and the
+    schema sources `.ci/setup` recorded (what a reader sets up by following the README)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    source = (REPO / ".schema-source").read_text().strip() if (REPO / ".schema-source").is_file() else None
+    env.setdefault("MCPGEN_SCHEMA_SOURCE", source or str(REPO.parent / "shared" / "mcp-schema"))
+    ext_source = (REPO / ".ext-source").read_text().strip() if (REPO / ".ext-source").is_file() else None
+    if ext_source:  # the pinned extensions' source, as .ci/setup found it (else the schema source's extensions/)
+        env.setdefault("MCPGEN_EXT_SOURCE", ext_source)
+    return env
+
+
+@dataclass
+class PageRun:
+    """One page's run: its project folder, its namespace, the servers it started."""
+
+    project: Path
+    env: dict[str, str] = field(default_factory=base_environment)
+    namespace: dict[str, Any] = field(default_factory=lambda: {"__name__": "__docs__"})
+    servers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    ran: int = 0
+
+    def run(self, block: Block) -> None:
+        if block.lang not in LANGUAGES:
+            raise AssertionError(f"{block.where}: a ```{block.lang} block; use one of {sorted(LANGUAGES)}")
+        if block.lang == "toml":
+            tomllib.loads(block.code)
+        elif block.lang == "json":
+            json.loads(block.code)
+        if block.file is not None:
+            target = self.project / block.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.code, encoding="utf-8")
+        elif block.lang == "python":
+            self.run_python(block)
+        elif block.lang == "sh":
+            self.run_sh(block)
+        elif block.lang == "text":
+            return
+        self.ran += 1
+
+    def run_python(self, block: Block) -> None:
+        code: CodeType = compile(block.code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        result = eval(code, self.namespace)  # top-level await makes a coroutine
+        if result is not None:
+            anyio.run(lambda: result)
+
+    def run_sh(self, block: Block) -> None:
+        for line in commands(block.code):
+            if line.startswith(ENVIRONMENT):
+                continue
+            if line.endswith("&"):
+                self.start(block, line[:-1].strip())
+                continue
+            done = subprocess.run(
+                line, check=False, shell=True, cwd=self.project, env=self.env, capture_output=True, text=True, timeout=300
+            )
+            assert done.returncode == 0, (
+                f"{block.where}: `{line}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+            )
+
+    def start(self, block: Block, line: str) -> None:
+        listens = LISTENS.search(line)
+        assert listens, f"{block.where}: a background server names its --port (or --bind/--dev-addr HOST:PORT)"
+        port = int(listens.group("port") or listens.group("addr_port"))
+        words = shlex.split(line)
+        env = dict(self.env)
+        while words and ASSIGNMENT.match(words[0]):
+            name, _, value = words.pop(0).partition("=")
+            env[name] = value
+        if words[0] == "redis-server" and shutil.which("redis-server") is None:
+            if os.environ.get("MCPGEN_REQUIRE_REDIS"):  # as tests/support/processes.redis_server
+                pytest.fail("redis-server is missing (CI installs it: apt-get install redis-server)")
+            pytest.skip(f"{block.where}: redis-server is not installed")
+        process = subprocess.Popen(words, cwd=self.project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.servers.append(process)
+        wait_for_port(port, process)
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        # the page's own modules (`import server`) must not leak into the next page's run
+        for name, module in list(sys.modules.items()):
+            origin = getattr(module, "__file__", None)
+            if origin and Path(origin).resolve().is_relative_to(self.project.resolve()):
+                del sys.modules[name]
+
+
+def run_page(path: Path, project: Path) -> int:
+    """Run every block of the page at `path` in order, in `project` (the current directory and first
+    on sys.path); the number of blocks run."""
+    run = PageRun(project)
+    try:
+        for block in blocks(path):
+            run.run(block)
+    finally:
+        run.close()
+    return run.ran
