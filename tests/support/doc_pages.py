@@ -160,7 +160,14 @@ class PageRun:
                 self.start(block, line[:-1].strip())
                 continue
             done = subprocess.run(
-                line, check=False, shell=True, cwd=self.project, env=self.env, capture_output=True, text=True, timeout=300
+                line,
+                check=False,
+                shell=True,
+                cwd=self.project,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=600,
             )
             assert done.returncode == 0, (
                 f"{block.where}: `{line}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
