@@ -11,13 +11,17 @@ A page is a Markdown file (the README, or a page of the site under docs/). Its f
   the background (leading `NAME=value` words are its environment), and the runner waits for the
   port its `--port`, `--bind` or `--dev-addr` names; the lines that make the environment the tests
   run in (`pip install`, `.ci/...`, the test command itself) are not run again;
-- ```toml and ```json blocks must parse; ```text blocks (output, layouts) are not run;
+- ```toml and ```json blocks must parse; ```text blocks (layouts) are not run, except that one
+  titled "Output" (```text title="Output") must be what the block before it printed (a Python
+  block, or the last command of a shell block);
 - any other language is refused, so a block cannot dodge the runner by its spelling (`bash`, `py`).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import os
 import re
@@ -62,8 +66,14 @@ class Block:
         return f"{self.page} line {self.line}"
 
     @property
+    def is_output(self) -> bool:
+        return self.lang == "text" and self.attrs.get("title") == "Output"
+
+    @property
     def file(self) -> str | None:
         """The file this block is (`title="NAME"` on the site, `file=NAME` in the README)."""
+        if self.is_output:
+            return None
         return self.attrs.get("title") or self.attrs.get("file")
 
 
@@ -126,6 +136,7 @@ class PageRun:
     namespace: dict[str, Any] = field(default_factory=lambda: {"__name__": "__docs__"})
     servers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     ran: int = 0
+    printed: str | None = None  # what the last Python block or shell command wrote to standard output
 
     def run(self, block: Block) -> None:
         if block.lang not in LANGUAGES:
@@ -142,15 +153,22 @@ class PageRun:
             self.run_python(block)
         elif block.lang == "sh":
             self.run_sh(block)
+        elif block.is_output:
+            assert self.printed is not None, f"{block.where}: an Output block follows no command"
+            shown, printed = block.code.strip().splitlines(), self.printed.strip().splitlines()
+            assert shown == printed, f"{block.where}: the command printed\n{self.printed}"
         elif block.lang == "text":
             return
         self.ran += 1
 
     def run_python(self, block: Block) -> None:
         code: CodeType = compile(block.code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        result = eval(code, self.namespace)  # top-level await makes a coroutine
-        if result is not None:
-            anyio.run(lambda: result)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            result = eval(code, self.namespace)  # top-level await makes a coroutine
+            if result is not None:
+                anyio.run(lambda: result)
+        self.printed = printed.getvalue()
 
     def run_sh(self, block: Block) -> None:
         for line in commands(block.code):
@@ -172,6 +190,7 @@ class PageRun:
             assert done.returncode == 0, (
                 f"{block.where}: `{line}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
             )
+            self.printed = done.stdout
 
     def start(self, block: Block, line: str) -> None:
         listens = LISTENS.search(line)
