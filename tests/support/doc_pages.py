@@ -7,7 +7,8 @@ A page is a Markdown file (the README, or a page of the site under docs/). Its f
 - a block with a file name (```python title="server.py", or the README's ```python file=server.py)
   is written to that file in the page's project folder instead of being run (a toml or json one is
   parsed first);
-- ```sh blocks run line by line in the project folder: a line ending in `&` is a server, started in
+- ```sh blocks run line by line in the project folder, each to exit 0 (or N, when its comment
+  says `exits N`); a line ending in `&` is a server, started in
   the background (leading `NAME=value` words are its environment), and the runner waits for the
   port its `--port`, `--bind` or `--dev-addr` names; the lines that make the environment the tests
   run in (`pip install`, `.ci/...`, the test command itself) are not run again;
@@ -87,18 +88,21 @@ def blocks(path: Path) -> Iterator[Block]:
         yield Block(lang, attrs, match.group(2), text.count("\n", 0, match.start()) + 1, page)
 
 
-def commands(code: str) -> Iterator[str]:
-    """The shell lines of a block: comments dropped, `\\` continuations joined."""
+def commands(code: str) -> Iterator[tuple[str, int]]:
+    """The shell lines of a block, each with the exit status it must have: 0, or N when its
+    comment says `exits N`. Comments dropped, `\\` continuations joined."""
     pending = ""
     for raw in code.splitlines():
-        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        line, _, comment = raw.partition(" #") if not raw.lstrip().startswith("#") else ("", "", raw)
+        line = line.rstrip()
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
         line = (pending + line).strip()
         pending = ""
         if line:
-            yield line
+            status = re.search(r"\bexits (\d+)", comment)
+            yield line, int(status.group(1)) if status else 0
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
@@ -171,7 +175,7 @@ class PageRun:
         self.printed = printed.getvalue()
 
     def run_sh(self, block: Block) -> None:
-        for line in commands(block.code):
+        for line, status in commands(block.code):
             if line.startswith(ENVIRONMENT):
                 continue
             if line.endswith("&"):
@@ -183,13 +187,12 @@ class PageRun:
                 shell=True,
                 cwd=self.project,
                 env=self.env,
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,  # as a terminal shows them
                 text=True,
                 timeout=600,
             )
-            assert done.returncode == 0, (
-                f"{block.where}: `{line}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-            )
+            assert done.returncode == status, f"{block.where}: `{line}` exited {done.returncode}:\n{done.stdout}"
             self.printed = done.stdout
 
     def start(self, block: Block, line: str) -> None:
