@@ -8,13 +8,14 @@ A page is a Markdown file (the README, or a page of the site under docs/). Its f
   is written to that file in the page's project folder instead of being run (a toml or json one is
   parsed first);
 - ```sh blocks run line by line in the project folder, each to exit 0 (or N, when its comment
-  says `exits N`); a line ending in `&` is a server, started in
-  the background (leading `NAME=value` words are its environment), and the runner waits for the
-  port its `--port`, `--bind` or `--dev-addr` names; the lines that make the environment the tests
-  run in (`pip install`, `.ci/...`, the test command itself) are not run again;
-- ```toml and ```json blocks must parse; ```text blocks (layouts) are not run, except that one
-  titled "Output" (```text title="Output") must be what the block before it printed (a Python
-  block, or the last command of a shell block);
+  says `exits N`); a line ending in `&` is a server, started in the background, and the runner
+  waits for the port its `--port`, `--bind` or `--dev-addr` names (and stops it when the page is
+  done); the lines that make the environment the tests run in (`pip install`, `.ci/...`, the test
+  command itself) are not run again;
+- ```toml and ```json blocks must parse; ```text and ```nginx blocks (layouts, a proxy's
+  configuration) are not run, except that a text block titled "Output" (```text title="Output")
+  must be what the block before it printed (a Python block, or the last command of a shell block,
+  standard output and error as a terminal shows them);
 - any other language is refused, so a block cannot dodge the runner by its spelling (`bash`, `py`).
 """
 
@@ -28,9 +29,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -49,7 +52,7 @@ else:  # pragma: no cover
 REPO = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 ENVIRONMENT = ("pip install", ".ci/", ".venv/bin/python -m pytest")
-LANGUAGES = {"python", "sh", "toml", "json", "text"}
+LANGUAGES = {"python", "sh", "toml", "json", "text", "nginx"}
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 LISTENS = re.compile(r"--(?:port[ =](?P<port>\d+)|(?:bind|dev-addr)[ =]\S*:(?P<addr_port>\d+))")
 
@@ -109,8 +112,7 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], seconds: float = 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-            raise AssertionError(f"the server exited with {process.returncode}:\n{stderr}")
+            raise AssertionError(f"the server exited with {process.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
@@ -196,29 +198,36 @@ class PageRun:
             self.printed = done.stdout
 
     def start(self, block: Block, line: str) -> None:
+        """Start a background server (through the shell: `NAME=value` prefixes and `$(...)` work)
+        in a process group of its own, and wait until its port accepts connections."""
         listens = LISTENS.search(line)
         assert listens, f"{block.where}: a background server names its --port (or --bind/--dev-addr HOST:PORT)"
         port = int(listens.group("port") or listens.group("addr_port"))
-        words = shlex.split(line)
-        env = dict(self.env)
-        while words and ASSIGNMENT.match(words[0]):
-            name, _, value = words.pop(0).partition("=")
-            env[name] = value
-        if words[0] == "redis-server" and shutil.which("redis-server") is None:
+        program = next(word for word in shlex.split(line) if not ASSIGNMENT.match(word))
+        if program == "redis-server" and shutil.which("redis-server") is None:
             if os.environ.get("MCPGEN_REQUIRE_REDIS"):  # as tests/support/processes.redis_server
                 pytest.fail("redis-server is missing (CI installs it: apt-get install redis-server)")
             pytest.skip(f"{block.where}: redis-server is not installed")
-        process = subprocess.Popen(words, cwd=self.project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        log = Path(tempfile.mkdtemp(prefix="mcpgen-docs-")) / "server.log"
+        with log.open("wb") as output:  # a file, not a pipe: a chatty server never blocks on it
+            process = subprocess.Popen(
+                line, shell=True, cwd=self.project, env=self.env, stdout=output, stderr=output, start_new_session=True
+            )
         self.servers.append(process)
-        wait_for_port(port, process)
+        try:
+            wait_for_port(port, process)
+        except AssertionError as exc:
+            raise AssertionError(f"{block.where}: `{line}`: {exc}\n{log.read_text(errors='replace')}") from None
 
     def close(self) -> None:
         for server in self.servers:
-            server.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.pid, signal.SIGTERM)
             try:
-                server.wait(timeout=10)
+                server.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                server.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(server.pid, signal.SIGKILL)
                 server.wait()
         # the page's own modules (`import server`) must not leak into the next page's run
         for name, module in list(sys.modules.items()):
