@@ -11,7 +11,8 @@ A page is a Markdown file (the README, or a page of the site under docs/). Its f
   says `exits N`); a line ending in `&` is a server, started in the background, and the runner
   waits for the port its `--port`, `--bind` or `--dev-addr` names (and stops it when the page is
   done); the lines that make the environment the tests run in (`pip install`, `.ci/...`, the test
-  command itself) are not run again;
+  command itself) are not run again; `mypy` and `pyright` see mcpgen as a wheel lays it out
+  (`wheel_layout`);
 - ```toml and ```json blocks must parse; ```text and ```nginx blocks (layouts, a proxy's
   configuration) are not run, except that a text block titled "Output" (```text title="Output")
   must be what the block before it printed (a Python block, or the last command of a shell block,
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import io
 import json
 import os
@@ -54,6 +56,7 @@ FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.DOTALL | re.MULTILINE)
 ENVIRONMENT = ("pip install", ".ci/", ".venv/bin/python -m pytest")
 LANGUAGES = {"python", "sh", "toml", "json", "text", "nginx"}
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+TYPE_CHECKERS = ("mypy", "pyright")
 LISTENS = re.compile(r"--(?:port[ =](?P<port>\d+)|(?:bind|dev-addr)[ =]\S*:(?P<addr_port>\d+))")
 
 
@@ -133,6 +136,20 @@ def base_environment() -> dict[str, str]:
     return env
 
 
+@functools.cache
+def wheel_layout() -> str:
+    """A folder where `mcpgen` is laid out as a wheel installs it (links to this checkout's folders).
+
+    The editable install maps the checkout's folders onto `mcpgen.*` with an import hook that type
+    checkers cannot follow, so a page's `mypy` and `pyright` commands get this folder on their
+    PYTHONPATH: they then see mcpgen as a reader who installed it from PyPI does."""
+    root = Path(tempfile.mkdtemp(prefix="mcpgen-wheel-layout-"))
+    (root / "mcpgen").mkdir()
+    for name in ("codegen", "generated", "runtime", "schema"):
+        (root / "mcpgen" / name).symlink_to(REPO / name, target_is_directory=True)
+    return str(root)
+
+
 @dataclass
 class PageRun:
     """One page's run: its project folder, its namespace, the servers it started."""
@@ -183,12 +200,15 @@ class PageRun:
             if line.endswith("&"):
                 self.start(block, line[:-1].strip())
                 continue
+            env = self.env
+            if line.split()[0] in TYPE_CHECKERS:
+                env = {**env, "PYTHONPATH": wheel_layout()}
             done = subprocess.run(
                 line,
                 check=False,
                 shell=True,
                 cwd=self.project,
-                env=self.env,
+                env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,  # as a terminal shows them
                 text=True,
