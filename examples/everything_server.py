@@ -151,7 +151,7 @@ async def confirm_action(ctx: RequestContext, action: str) -> str:
     if answer is None:
         return ctx.input_required(confirm=elicit(f"Really {action}?", Confirmation), state={"action": action})
     if answer.action != "accept":
-        return f"{action}: {answer.action}d by the user"
+        return f"{action}: {'declined' if answer.action == 'decline' else 'cancelled'} by the user"
     if not answer.content["confirm"]:
         return f"{action}: not confirmed"
     return f"{action}: confirmed ({answer.content['reason']})"

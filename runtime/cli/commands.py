@@ -37,7 +37,7 @@ import click
 from ..client import Client, ClientHooks, InputHandlers, Timeouts, ToolTask
 from ..core.stdio import stdio
 from ..protocol.wire import to_wire
-from .prompts import Answerer, is_terminal, parse_answers, say, show_log, show_progress, show_task
+from .prompts import Answerer, Choice, interrupted, is_terminal, parse_answers, say, show_log, show_progress, show_task
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -232,7 +232,11 @@ def _run_client(  # noqa: PLR0912 - one explanation per kind of failure
 
     try:
         return anyio.run(main)
+    except KeyboardInterrupt:
+        interrupted()
     except BaseExceptionGroup as group:
+        if group.subgroup(KeyboardInterrupt) is not None:
+            interrupted()
         raise click.ClickException(f"the connection failed: {group}") from None
     except (FileNotFoundError, PermissionError) as exc:
         raise click.ClickException(f"cannot start the server: {exc}") from None
@@ -374,6 +378,8 @@ def _type_name(prop: Any) -> str:
 )
 @click.option("--answers", "answers_file", type=click.Path(dir_okay=False), help="A JSON file of form answers.")
 @click.option("--accept-all", is_flag=True, help="Accept every form (defaults and given answers) and URL request.")
+@click.option("--decline-all", is_flag=True, help="Decline every form and URL request, without asking.")
+@click.option("--cancel-all", is_flag=True, help="Cancel every form and URL request, without asking.")
 @click.option("--sample-reply", help="The text to answer a sampling request with (else asked on the terminal).")
 @click.option("--root", "roots", multiple=True, metavar="URI", help="A root to offer the server (repeatable).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -389,6 +395,8 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
     answers: tuple[str, ...],
     answers_file: str | None,
     accept_all: bool,
+    decline_all: bool,
+    cancel_all: bool,
     sample_reply: str | None,
     roots: tuple[str, ...],
     command: tuple[str, ...],
@@ -400,16 +408,26 @@ def call(  # noqa: PLR0913 - one parameter per command-line option
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--args") from None
     if not isinstance(parsed, dict):
         raise click.BadParameter("must be a JSON object", param_hint="--args")
-    answerer = Answerer(is_terminal(), parse_answers(answers, answers_file), accept_all, sample_reply)
+    flags: dict[Choice, bool] = {"accept": accept_all, "decline": decline_all, "cancel": cancel_all}
+    chosen = [choice for choice, given in flags.items() if given]
+    if len(chosen) > 1:
+        raise click.UsageError("give at most one of --accept-all, --decline-all and --cancel-all")
+    given = parse_answers(answers, answers_file)
+    answerer = Answerer(is_terminal(), given, chosen[0] if chosen else None, sample_reply)
 
     async def work(client: Client) -> Any:
-        outcome = await client.call_tool(tool, parsed, progress=show_progress, wait=False)
-        if isinstance(outcome, ToolTask):
-            return _dump(await wait_for_task(outcome))
-        return _dump(outcome)
+        with anyio.CancelScope() as scope:
+            answerer.stop = scope.cancel  # an --answer that does not fit the form ends the call
+            outcome = await client.call_tool(tool, parsed, progress=show_progress, wait=False)
+            if isinstance(outcome, ToolTask):
+                return _dump(await wait_for_task(outcome))
+            return _dump(outcome)
+        return None
 
     options = _options(mode, timeout, answerer, log_level=log_level, roots=list(roots) or None)
     result = _run(command, url, work, options, auth=not no_auth)
+    if answerer.bad_answer is not None:
+        raise answerer.bad_answer
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

@@ -1,25 +1,36 @@
 """How `mcpgen call` and `mcpgen inspect` show what a server says and answer what it asks.
 
 Log messages and progress go to stderr as they arrive. A server's questions are answered on the
-terminal when stdin is one (form fields one by one, with their defaults and choices; URL
-elicitations printed), else from the answers given on the command line (`--answer FIELD=JSON`,
-`--answers FILE`), the fields' defaults, and `--accept-all` (accept every form and URL request).
-A form that cannot be completed without asking is declined, with a line saying why.
+terminal when stdin is one (for each form or URL request: answer, decline or cancel; then form
+fields one by one, with their defaults and choices), else from the answers given on the command
+line (`--answer FIELD=JSON`, `--answers FILE`) and the fields' defaults. `--accept-all`,
+`--decline-all` and `--cancel-all` answer every form and URL request that way without asking.
+Off a terminal, a form that cannot be completed without asking is declined, and so is a URL
+request without `--accept-all`, each with a line saying why. An answer given on the command line
+that does not fit its field is a usage error (`BadAnswer`). Ctrl-D at a prompt cancels that
+request; Ctrl-C stops the command (`Interrupted`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import anyio
 import click
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 
 from ..protocol.errors import MissingInputHandler
 from ..protocol.wire import to_wire
+
+T = TypeVar("T")
+Choice = Literal["accept", "decline", "cancel"]
 
 
 def say(text: str) -> None:
@@ -63,29 +74,131 @@ def parse_answers(pairs: tuple[str, ...], path: str | None) -> dict[str, Any]:
     return answers
 
 
+class BadAnswer(click.BadParameter):
+    """An answer given on the command line that does not fit the field the server asks for: a
+    usage error (exit status 2), found when the server's form arrives."""
+
+
+# -- asking on the terminal -------------------------------------------------------------------------
+
+_stranded: list[threading.Thread] = []
+
+
+async def on_terminal(ask: Callable[..., T], *args: Any) -> T:
+    """Run a blocking prompt in a daemon thread while the event loop goes on (the session keeps
+    reading and answering). A cancellation (Ctrl-C) does not wait for the prompt: the thread is
+    left blocked on its read, and `stranded()` says so, for the process to exit without it."""
+    outcome: list[Any] = []
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, ask(*args)))
+        except BaseException as exc:  # handed to the waiting task as it is
+            outcome.append((False, exc))
+        finally:
+            finished.set()
+
+    thread = threading.Thread(target=run, name="mcpgen prompt", daemon=True)
+    thread.start()
+    try:
+        await anyio.to_thread.run_sync(finished.wait, abandon_on_cancel=True)
+    finally:
+        if not finished.is_set():
+            _stranded.append(thread)
+            finished.set()  # releases the waiting worker thread; the prompt's own thread stays blocked
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    result: T = value
+    return result
+
+
+def stranded() -> bool:
+    """Is a prompt still waiting for a line nobody will read (its request was cancelled)?"""
+    return any(thread.is_alive() for thread in _stranded)
+
+
+def _ended(ask: Callable[..., T]) -> Callable[..., T | None]:
+    """`ask`, with the end of input (Ctrl-D) as None instead of click's Abort."""
+
+    def asking(*args: Any) -> T | None:
+        try:
+            return ask(*args)
+        except (click.Abort, EOFError):
+            say("")
+            return None
+
+    return asking
+
+
+def ask_choice(question: str) -> Choice | None:
+    """Answer, decline or cancel one request (None at the end of input)."""
+    picked = click.prompt(question, default="a", type=click.Choice(["a", "d", "c"]), show_choices=False, err=True)
+    choices: dict[str, Choice] = {"a": "accept", "d": "decline", "c": "cancel"}
+    return choices[picked]
+
+
+# -- the handlers -----------------------------------------------------------------------------------
+
+
 @dataclass
 class Answerer:
-    """The CLI's elicitation and sampling handlers."""
+    """The CLI's elicitation and sampling handlers. `choice` answers every form and URL request
+    without asking (`--accept-all`: with the given answers and the fields' defaults)."""
 
     interactive: bool
     answers: dict[str, Any] = field(default_factory=dict)
-    accept_all: bool = False
+    choice: Choice | None = None
     sample_reply: str | None = None
+    bad_answer: BadAnswer | None = None
+    stop: Callable[[], None] | None = None  # ends the command's work (set while a call runs)
+
+    @property
+    def accept_all(self) -> bool:
+        return self.choice == "accept"
 
     async def elicitation(self, params: Any) -> dict[str, Any]:
         message = getattr(params, "message", "")
-        if (getattr(params, "mode", None) or "form") == "url":
+        url = (getattr(params, "mode", None) or "form") == "url"
+        if url:
             say(f"The server asks you to open {params.url}\n  {message}")
-            if self.interactive and not self.accept_all:
-                done = await anyio.to_thread.run_sync(lambda: click.confirm("Done?", default=True, err=True))
-                return {"action": "accept" if done else "decline"}
+        else:
+            say(f"The server asks: {message}")
+        if self.choice in ("decline", "cancel"):
+            say(f"  {_DONE[self.choice]} (--{self.choice}-all)")
+            return {"action": self.choice}
+        if url:
+            return await self._url()
+        return await self._form(to_wire(params.requested_schema))
+
+    async def _url(self) -> dict[str, Any]:
+        if self.accept_all:
             return {"action": "accept"}
-        schema = to_wire(params.requested_schema)
-        say(f"The server asks: {message}")
+        if not self.interactive:
+            say("  declined: a URL request is accepted only on a terminal or with --accept-all")
+            return {"action": "decline"}
+        choice = await on_terminal(_ended(ask_choice), "open it (a), decline (d) or cancel (c)?")
+        return {"action": choice or "cancel"}
+
+    async def _form(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        self.bad_answer = bad_answer(self.answers, properties)
+        if self.bad_answer is not None:  # the command stops and reports it: nothing is sent for it
+            if self.stop is None:
+                raise self.bad_answer
+            self.stop()
+            return {"action": "cancel"}
+        if self.interactive and not self.accept_all:
+            choice = await on_terminal(_ended(ask_choice), "answer (a), decline (d) or cancel (c)?")
+            if choice != "accept":
+                return {"action": choice or "cancel"}
         content: dict[str, Any] = {}
         required = set(schema.get("required") or ())
-        for name, prop in (schema.get("properties") or {}).items():
+        for name, prop in properties.items():
             found = await self._field(name, prop, name in required)
+            if found is _CANCEL:
+                return {"action": "cancel"}
             if found is _DECLINE:
                 say(f"  declined: no answer for the required field {name!r} (give --answer {name}=JSON)")
                 return {"action": "decline"}
@@ -97,7 +210,8 @@ class Answerer:
         if name in self.answers:
             return self.answers[name]
         if self.interactive and not self.accept_all:
-            return await anyio.to_thread.run_sync(ask_field, name, prop, required)
+            value = await on_terminal(_ended(ask_field), name, prop, required)
+            return _CANCEL if value is None else value
         if "default" in prop:
             return prop["default"]
         return _DECLINE if required and not self.accept_all else _SKIP
@@ -108,14 +222,31 @@ class Answerer:
             say(f"  {getattr(message, 'role', '?')}: {text if text is not None else to_wire(message.content)}")
         reply = self.sample_reply
         if reply is None and self.interactive:
-            reply = await anyio.to_thread.run_sync(lambda: click.prompt("Your reply, as the model", err=True))
+            reply = await on_terminal(_ended(ask_reply))
         if reply is None:
             raise MissingInputHandler("the server asked for a model reply: give --sample-reply TEXT")
         return {"role": "assistant", "content": {"type": "text", "text": reply}, "model": "mcpgen-cli"}
 
 
+def bad_answer(answers: Mapping[str, Any], properties: Mapping[str, Any]) -> BadAnswer | None:
+    """The first answer given on the command line that does not fit its field of the form."""
+    for name, value in answers.items():
+        prop = properties.get(name)
+        if not isinstance(prop, Mapping):
+            continue
+        error = best_match(Draft202012Validator(prop).iter_errors(value))
+        if error is not None:
+            return BadAnswer(
+                f"{name}={json.dumps(value)} does not fit the form's field {name!r}: {error.message}",
+                param_hint="--answer",
+            )
+    return None
+
+
 _DECLINE = object()
 _SKIP = object()
+_CANCEL = object()
+_DONE = {"accept": "accepted", "decline": "declined", "cancel": "cancelled"}
 
 
 def _choices(prop: Mapping[str, Any]) -> list[str] | None:
@@ -124,6 +255,11 @@ def _choices(prop: Mapping[str, Any]) -> list[str] | None:
     if isinstance(prop.get("oneOf"), list):
         return [str(o.get("const")) for o in prop["oneOf"] if isinstance(o, Mapping)]
     return None
+
+
+def ask_reply() -> str:
+    reply: str = click.prompt("Your reply, as the model", err=True)
+    return reply
 
 
 def ask_field(name: str, prop: Mapping[str, Any], required: bool) -> Any:
@@ -147,6 +283,16 @@ def ask_field(name: str, prop: Mapping[str, Any], required: bool) -> Any:
         raw = click.prompt(f"  {label} (optional)", default="", show_default=False, type=str, err=True)
         return _SKIP if raw == "" else value_type(raw) if not choices else raw
     return click.prompt(f"  {label}", default=default, type=value_type, err=True)
+
+
+def interrupted() -> None:
+    """Ctrl-C: say so and exit with status 130, without waiting for a prompt nobody will answer."""
+    say("\ninterrupted")
+    if stranded():  # its thread holds stdin: the interpreter could not close it at exit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(130)
 
 
 def is_terminal() -> bool:

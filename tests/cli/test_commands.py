@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -213,12 +216,13 @@ def test_call_answers_url_sampling_and_roots_requests() -> None:
 
 
 def test_a_form_is_answered_field_by_field_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpgen.runtime.cli import commands  # imported before the patch, which it would copy otherwise
     from mcpgen.runtime.cli import prompts as cli_input
 
     monkeypatch.setattr(cli_input, "is_terminal", lambda: True)
-    monkeypatch.setattr("mcpgen.runtime.cli.commands.is_terminal", lambda: True)
+    monkeypatch.setattr(commands, "is_terminal", lambda: True)
     code, out, err = run_split(
-        "call", "confirm_action", "--args", '{"action": "ship"}', "--", *SERVER, stdin="y\nbecause\n"
+        "call", "confirm_action", "--args", '{"action": "ship"}', "--", *SERVER, stdin="\ny\nbecause\n"
     )
     assert (code, out.strip()) == (0, "ship: confirmed (because)"), err
 
@@ -228,3 +232,122 @@ def test_inspect_text_shows_each_tools_arguments() -> None:
     assert code == 0
     assert "add(a: integer, b: integer)" in out and "long_task(steps?: integer)" in out
     assert "write_poem(topic, tone?)" in out
+
+
+# -- answering on the command line: decline, cancel, interrupt, usage errors --------------------------------
+
+
+@pytest.mark.parametrize("mode", ["handshake", "2026-07-28"])
+def test_forms_and_url_requests_can_be_declined_or_cancelled_off_a_terminal(mode: str) -> None:
+    """Defect: there was no way to decline or cancel, and URL requests were accepted off a terminal
+    without `--accept-all`."""
+    form = ("call", "confirm_action", "--mode", mode, "--args", '{"action": "deploy"}')
+    code, out, err = run_split(*form, "--decline-all", "--", *SERVER)
+    assert (code, out.strip()) == (0, "deploy: declined by the user") and "declined (--decline-all)" in err
+    code, out, _ = run_split(*form, "--cancel-all", "--", *SERVER)
+    assert (code, out.strip()) == (0, "deploy: cancelled by the user")
+    code, out, err = run_split("call", "connect_account", "--mode", mode, "--", *SERVER)
+    assert (code, out.strip()) == (0, "sign-in decline") and "--accept-all" in err
+    code, out, _ = run_split("call", "connect_account", "--mode", mode, "--cancel-all", "--", *SERVER)
+    assert (code, out.strip()) == (0, "sign-in cancel")
+    code, _, err = run_split(*form, "--accept-all", "--decline-all", "--", *SERVER)
+    assert code == 2 and "at most one of" in err
+
+
+@pytest.mark.parametrize("mode", ["handshake", "2026-07-28"])
+def test_a_wrongly_typed_answer_is_a_usage_error(mode: str) -> None:
+    """Defect: `--answer confirm=maybe` for a boolean field was reported as the server's internal error."""
+    args = ("call", "confirm_action", "--mode", mode, "--args", '{"action": "deploy"}')
+    code, out, err = run_split(*args, "--answer", "confirm=maybe", "--", *SERVER)
+    assert code == 2, (out, err)
+    assert "Invalid value for --answer" in err and 'confirm="maybe"' in err and "boolean" in err
+    assert "the server answered with an error" not in err and "Internal error" not in err and out == ""
+    assert "Traceback" not in err and "failed" not in err
+
+
+class Terminal:
+    """`mcpgen` run with a pseudo-terminal as its stdin (so it asks there); stdout and stderr piped."""
+
+    def __init__(self, *args: str) -> None:
+        import pty
+
+        self.master, slave = pty.openpty()
+        command = [str(Path(sys.executable).parent / "mcpgen"), *args]
+        self.proc = subprocess.Popen(command, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+        os.close(slave)
+        self.err = b""
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        """Read stderr until `text` appeared (prompts end without a newline)."""
+        import selectors
+
+        assert self.proc.stderr is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self.proc.stderr, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.err:
+            if not selector.select(max(0.0, deadline - time.monotonic())):
+                raise TimeoutError(f"no {text!r} within {timeout} s: {self.err.decode(errors='replace')}")
+            chunk = os.read(self.proc.stderr.fileno(), 4096)
+            if not chunk:
+                raise RuntimeError(f"mcpgen exited: {self.err.decode(errors='replace')}")
+            self.err += chunk
+        selector.close()
+
+    def type(self, data: bytes) -> None:
+        os.write(self.master, data)
+
+    def finish(self, timeout: float = 30) -> tuple[int, str, str]:
+        """Wait for the command (a hang guard: killed after `timeout`); its status, stdout, stderr."""
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            raise AssertionError(
+                f"still running after {timeout} s: {(self.err + err).decode(errors='replace')}"
+            ) from None
+        finally:
+            os.close(self.master)
+        return self.proc.returncode, out.decode(errors="replace"), (self.err + err).decode(errors="replace")
+
+
+CONFIRM = ("call", "confirm_action", "--args", '{"action": "ship"}', "--", *SERVER)
+QUESTION = "answer (a), decline (d) or cancel (c)?"
+
+
+def test_ctrl_c_at_a_prompt_stops_the_command_at_once() -> None:
+    """Defect: Ctrl-C at a prompt was swallowed until the next answer."""
+    terminal = Terminal(*CONFIRM)
+    terminal.wait_for(QUESTION)
+    terminal.proc.send_signal(signal.SIGINT)
+    code, out, err = terminal.finish()
+    assert code == 130 and "interrupted" in err and "Traceback" not in err and out == ""
+
+
+def test_ctrl_d_at_a_prompt_cancels_that_question() -> None:
+    """Defect: Ctrl-D at a prompt printed "unexpected Abort"."""
+    terminal = Terminal(*CONFIRM)
+    terminal.wait_for(QUESTION)
+    terminal.type(b"\x04")
+    code, out, err = terminal.finish()
+    assert (code, out.strip()) == (0, "ship: cancelled by the user"), err
+    assert "Abort" not in err
+
+
+@pytest.mark.parametrize(("key", "said"), [(b"d\n", "declined"), (b"c\n", "cancelled")])
+def test_a_form_can_be_declined_or_cancelled_on_the_terminal(key: bytes, said: str) -> None:
+    terminal = Terminal(*CONFIRM)
+    terminal.wait_for(QUESTION)
+    terminal.type(key)
+    code, out, _ = terminal.finish()
+    assert (code, out.strip()) == (0, f"ship: {said} by the user")
+
+
+@pytest.mark.parametrize(("key", "said"), [(b"\n", "accept"), (b"d\n", "decline"), (b"c\n", "cancel")])
+def test_a_url_request_is_accepted_declined_or_cancelled_on_the_terminal(key: bytes, said: str) -> None:
+    terminal = Terminal("call", "connect_account", "--", *SERVER)
+    terminal.wait_for("open it (a), decline (d) or cancel (c)?")
+    terminal.type(key)
+    code, out, err = terminal.finish()
+    assert (code, out.strip()) == (0, f"sign-in {said}") and "https://example.com/signin" in err

@@ -14,15 +14,18 @@ import anyio
 from mcpgen.runtime import Server
 from mcpgen.runtime.auth import JWTVerifier, ProtectedResource, TokenVerifier
 from mcpgen.runtime.server.http.run import bind, serve_http
+from mcpgen.runtime.server.http.security import HttpSecurity
 
 from support.auth_server import AuthServer
 
 
 class Plain:
-    """A plain ASGI app (no lifespan, no streams) made servable by `serve_http`."""
+    """A plain ASGI app (no lifespan, no streams) made servable by `serve_http` (which reads an
+    app's `security` for its head timeout and closes its streams on shutdown)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        self.security = HttpSecurity()
 
     def close_streams(self) -> None:
         pass

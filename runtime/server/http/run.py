@@ -41,6 +41,8 @@ def running_on_trio() -> bool:
         trio.lowlevel.current_task()
     except RuntimeError:
         return False
+    except AttributeError:  # another thread is importing trio (httpcore does): so trio runs nowhere yet
+        return False
     return True
 
 

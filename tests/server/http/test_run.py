@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import anyio
@@ -149,3 +150,14 @@ async def test_a_client_that_sends_a_byte_at_a_time_loses_its_connection(slow: s
             tg.cancel_scope.cancel()
         if slow == "body":
             assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+
+
+def test_a_trio_being_imported_by_another_thread_is_not_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect: a server started in a thread while another thread imported trio (httpcore does, on
+    `import httpx`) found the half-made module in sys.modules and failed with AttributeError."""
+    import types
+
+    from mcpgen.runtime.server.http.run import running_on_trio
+
+    monkeypatch.setitem(sys.modules, "trio", types.ModuleType("trio"))  # as while its import runs
+    assert running_on_trio() is False
