@@ -2,14 +2,16 @@
 
     mcpgen inspect [--mode auto|handshake|VERSION] [--json] -- python server.py     (stdio)
     mcpgen inspect --url http://localhost:8000/mcp [--mode ...] [--json]        (Streamable HTTP)
-    mcpgen call TOOL [--args JSON] [--mode ...] [--json] [--answer FIELD=JSON ...] (--url URL | -- python server.py)
+    mcpgen call TOOL [--args JSON] [--mode ...] [--json] [--answer FIELD=JSON ...]
+                [--accept-all | --decline-all | --cancel-all] (--url URL | -- python server.py)
 
 Log messages and progress are shown on stderr as they arrive; a tool that asks for input is
-answered on the terminal, or from `--answer`/`--answers`/`--accept-all` (see `prompts`). A tool
-the server runs as a task is waited for, its status shown on stderr as it changes; Ctrl-C cancels
-the task on the server before the command ends. A
-server that crashes, hangs, cannot be reached or writes something other than JSON-RPC gets a
-one-line explanation and exit status 1, never a traceback.
+answered on the terminal, or from `--answer`/`--answers`, and `--accept-all`, `--decline-all` or
+`--cancel-all` answer every form and URL request without asking (see `prompts`). An `--answer`
+that does not fit its field is a usage error (exit status 2). A tool the server runs as a task is
+waited for, its status shown on stderr as it changes; Ctrl-C cancels the task on the server, then
+stops the command (exit status 130). A server that crashes, hangs, cannot be reached or writes
+something other than JSON-RPC gets a one-line explanation and exit status 1, never a traceback.
 
 With `--url`, a server that asks for authorization (HTTP 401 with a challenge) gets it by OAuth:
 the authorization URL opens in the browser (and is printed), the browser comes back to a loopback

@@ -153,12 +153,18 @@ class Answerer:
     sample_reply: str | None = None
     bad_answer: BadAnswer | None = None
     stop: Callable[[], None] | None = None  # ends the command's work (set while a call runs)
+    # requests asked together (a modern server's input requests) are shown and asked one by one
+    _one_at_a_time: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
 
     @property
     def accept_all(self) -> bool:
         return self.choice == "accept"
 
     async def elicitation(self, params: Any) -> dict[str, Any]:
+        async with self._one_at_a_time:
+            return await self._elicitation(params)
+
+    async def _elicitation(self, params: Any) -> dict[str, Any]:
         message = getattr(params, "message", "")
         url = (getattr(params, "mode", None) or "form") == "url"
         if url:
@@ -217,6 +223,10 @@ class Answerer:
         return _DECLINE if required and not self.accept_all else _SKIP
 
     async def sampling(self, params: Any) -> dict[str, Any]:
+        async with self._one_at_a_time:
+            return await self._sampling(params)
+
+    async def _sampling(self, params: Any) -> dict[str, Any]:
         for message in getattr(params, "messages", []) or []:
             text = getattr(getattr(message, "content", None), "text", None)
             say(f"  {getattr(message, 'role', '?')}: {text if text is not None else to_wire(message.content)}")
@@ -280,8 +290,15 @@ def ask_field(name: str, prop: Mapping[str, Any], required: bool) -> Any:
     types: dict[object, Any] = {"integer": int, "number": float}
     value_type: Any = click.Choice(choices) if choices else types.get(kind, str)
     if not required and default is None:
-        raw = click.prompt(f"  {label} (optional)", default="", show_default=False, type=str, err=True)
-        return _SKIP if raw == "" else value_type(raw) if not choices else raw
+        convert = click.types.convert_type(value_type)
+        while True:  # as click.prompt, with an empty line for no answer
+            raw = click.prompt(f"  {label} (optional)", default="", show_default=False, type=str, err=True)
+            if raw == "":
+                return _SKIP
+            try:
+                return convert(raw)
+            except click.BadParameter as exc:
+                say(f"Error: {exc.message}")
     return click.prompt(f"  {label}", default=default, type=value_type, err=True)
 
 

@@ -101,8 +101,9 @@ def defects(schema: Mapping[str, Any] | bool) -> list[str]:
     import jsonschema
 
     found: list[str] = []
+    document: Any = schema  # a mapping or a boolean, both JSON Schemas (the stubs name dicts only)
     try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
+        jsonschema.validators.validator_for(document).check_schema(document)
     except jsonschema.SchemaError as exc:
         found.append(f"not a valid JSON Schema: {exc.message}")
     for ref in _refs(schema):
@@ -132,12 +133,13 @@ class SchemaCheck:
     def _full(self) -> Any:
         import jsonschema
 
-        validator = jsonschema.validators.validator_for(self.schema)
+        document: Any = self.schema  # a mapping or a boolean (the stubs name dicts only)
+        validator = jsonschema.validators.validator_for(document)
         try:
-            validator.check_schema(self.schema)
+            validator.check_schema(document)
         except jsonschema.SchemaError as exc:
             raise InvalidSchema(f"not a valid JSON Schema: {exc.message}") from None
-        return validator(self.schema)
+        return validator(document)
 
     def problem(self, value: Any) -> str | None:
         """The first way `value` breaks the schema, or None if it fits (`InvalidSchema` when the

@@ -277,17 +277,21 @@ class Terminal:
         os.close(slave)
         self.err = b""
 
-    def wait_for(self, text: str, timeout: float = 60) -> None:
+    def wait_for(self, text: str, timeout: float = 60, since: int = 0) -> None:
         """Read stderr until `text` appeared (prompts end without a newline)."""
+        self.wait_for_any([text], timeout, since)
+
+    def wait_for_any(self, texts: list[str], timeout: float = 60, since: int = 0) -> None:
+        """Read stderr until one of `texts` appeared after its first `since` bytes."""
         import selectors
 
         assert self.proc.stderr is not None
         selector = selectors.DefaultSelector()
         selector.register(self.proc.stderr, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout
-        while text.encode() not in self.err:
+        while not any(text.encode() in self.err[since:] for text in texts):
             if not selector.select(max(0.0, deadline - time.monotonic())):
-                raise TimeoutError(f"no {text!r} within {timeout} s: {self.err.decode(errors='replace')}")
+                raise TimeoutError(f"none of {texts!r} within {timeout} s: {self.err.decode(errors='replace')}")
             chunk = os.read(self.proc.stderr.fileno(), 4096)
             if not chunk:
                 raise RuntimeError(f"mcpgen exited: {self.err.decode(errors='replace')}")
@@ -351,3 +355,35 @@ def test_a_url_request_is_accepted_declined_or_cancelled_on_the_terminal(key: by
     terminal.type(key)
     code, out, err = terminal.finish()
     assert (code, out.strip()) == (0, f"sign-in {said}") and "https://example.com/signin" in err
+
+
+def test_requests_asked_together_are_asked_one_at_a_time() -> None:
+    """`plan_trip` asks for a form and a model reply at once (answered concurrently): on a terminal
+    they are shown and asked one after the other, never two prompts reading the same keyboard."""
+    args = ("call", "plan_trip", "--json", "--args", '{"city": "Oslo"}', "--root", "file:///trips", "--", *SERVER)
+    terminal = Terminal(*args)
+    replies = {QUESTION: b"\n", "nights:": b"3\n", "as the model:": b"museums\n"}
+    since = 0
+    while replies:
+        terminal.wait_for_any(list(replies), since=since)
+        shown = [prompt for prompt in replies if prompt.encode() in terminal.err[since:]]
+        assert len(shown) == 1, terminal.err[since:].decode()
+        since = len(terminal.err)
+        terminal.type(replies.pop(shown[0]))
+    code, out, err = terminal.finish()
+    assert code == 0, err
+    form = (err.index("The server asks: When do you travel"), err.index("nights:"))
+    reply = (err.index("user: Three things to do"), err.index("as the model:"))
+    assert form[1] < reply[0] or reply[1] < form[0], err  # one after the other
+    result = json.loads(out)["structuredContent"]
+    assert (result["nights"], result["ideas"], result["save_to"]) == (3, "museums", ["file:///trips"])
+
+
+def test_an_optional_field_typed_wrongly_on_the_terminal_is_asked_again() -> None:
+    """Defect: an optional number field answered `many` ended the command with "unexpected ValueError"."""
+    from mcpgen.runtime.cli.prompts import ask_field
+
+    with CliRunner().isolation(input="many\n4\n") as streams:
+        value = ask_field("guests", {"type": "integer"}, False)
+    assert value == 4
+    assert "'many' is not a valid integer" in streams[1].getvalue().decode()

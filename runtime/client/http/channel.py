@@ -76,7 +76,7 @@ class Reconnection:
             self.streak = 0
             return asked
         self.streak += 1
-        return max(asked, min(BACKOFF_START * 2 ** (self.streak - 1), BACKOFF_MAX))
+        return max(asked, min(BACKOFF_START * 2.0 ** (self.streak - 1), BACKOFF_MAX))
 
 
 class Channel:
