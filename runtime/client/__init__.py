@@ -238,7 +238,8 @@ class Client(TypedCalls):
         return caps
 
     def request_meta(self, version: str) -> dict[str, Any]:
-        """The `_meta` a modern request carries."""
+        """The `_meta` a modern request carries for `version` (its version, this client's
+        capabilities and info, and the log level asked for)."""
         meta: dict[str, Any] = {
             PROTOCOL_VERSION_KEY: version,
             CLIENT_CAPABILITIES_KEY: self.capabilities(version),
@@ -249,6 +250,7 @@ class Client(TypedCalls):
         return meta
 
     def initialize_params(self, version: str) -> dict[str, Any]:
+        """The params of a handshake-era `initialize` request offering `version`."""
         return {"protocolVersion": version, "capabilities": self.capabilities(version), "clientInfo": self.client_info}
 
     # -- connecting ----------------------------------------------------------------------------
@@ -327,6 +329,10 @@ class Client(TypedCalls):
     ) -> Any:
         """Send any request of the negotiated version's table; returns its result model.
 
+        `method` is the method's name (`tools/call`, ...), `params` its params (a mapping or a
+        model), `timeout` seconds to wait (default: `Timeouts.request`; None: no limit), and
+        `progress` a callback for the progress notifications the server sends for it.
+
         For methods that may need input (MRTR), the driver answers input requests with this
         client's handlers and retries. With `resolve_input=False` the `InputRequiredResult` is
         returned instead, and `retry()` sends your own answers; a client made with `mrtr=False`
@@ -345,17 +351,45 @@ class Client(TypedCalls):
     async def ping(self, *, timeout: Timeout = DEFAULT) -> None:
         """Check that the server is alive, on any version: `ping` where the version has it (the
         handshake era), else the request every server of the version answers (`server/discover`).
-        Raises like any call (`RequestTimeout`, `ConnectionClosed`, ...)."""
+
+        Args:
+            timeout: seconds to wait for the answer (default: `Timeouts.request`; None: no limit).
+
+        Raises:
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+            McpError: the server answered with an error.
+        """
         await self.speaks.ping(self, timeout)
 
     async def retry(
         self, method: str, params: Mapping[str, Any] | None, result: Any, responses: Mapping[str, Any]
     ) -> Any:
-        """With the driver off: send the retry of `method` for an `InputRequiredResult`, with your own answers."""
+        """With the driver off: send the retry of `method` for an `InputRequiredResult`, with your own answers.
+
+        Args:
+            method: the method of the first request (e.g. `tools/call`).
+            params: its params, as first sent.
+            result: the `InputRequiredResult` the server answered with.
+            responses: your answer per key of `result.input_requests` (see `fulfil`).
+
+        Returns:
+            The server's next answer: the method's result, or another `InputRequiredResult`.
+        """
         return await self.requests.retry(method, params, result, responses)
 
     async def fulfil(self, requests: Mapping[str, Any]) -> dict[str, Any]:
-        """Answer input requests with this client's handlers (what the driver does each round)."""
+        """Answer input requests with this client's handlers (what the driver does each round).
+
+        Args:
+            requests: the `input_requests` of an `InputRequiredResult` (key -> request).
+
+        Returns:
+            The answer per key, ready for `retry`.
+
+        Raises:
+            MissingInputHandler: a request needs a handler this client was not given.
+        """
         return await self.inputs.fulfil(requests)
 
     # -- roots, logging, change notifications ----------------------------------------------------------
@@ -366,6 +400,7 @@ class Client(TypedCalls):
         await self._roots_changed()
 
     async def remove_roots(self, *uris: str) -> None:
+        """Remove the roots with these URIs; a handshake-era server that was told `roots.listChanged` hears about it."""
         self.inputs.roots = [r for r in (self.inputs.roots or []) if r["uri"] not in uris]
         await self._roots_changed()
 
@@ -382,7 +417,7 @@ class Client(TypedCalls):
         await self.speaks.set_log_level(self, level)
 
     async def on_event(self, event: Event) -> None:
-        """Run the change callbacks for one event (on the session's callback worker)."""
+        """Run the change callbacks (`ClientHooks`) for one `event` (on the session's callback worker)."""
         if event.kind == "resource":
             if self.hooks.on_resource_updated is not None:
                 await call(self.hooks.on_resource_updated, event.uri)
@@ -398,7 +433,17 @@ class Client(TypedCalls):
     ) -> AbstractAsyncContextManager[Subscription]:
         """Receive change notifications: a `subscriptions/listen` stream on a modern connection,
         `resources/subscribe` plus pushed list-changed notifications on a handshake-era one.
-        `sub.honoured` says what the server agreed to send."""
+        `sub.honoured` says what the server agreed to send.
+
+        Args:
+            tools: hear when the tool list changes.
+            prompts: hear when the prompt list changes.
+            resources: hear when the resource list changes.
+            resource_uris: hear when these resources change.
+
+        Returns:
+            An async context manager: the `Subscription` while open; leaving it ends the stream.
+        """
         kinds = tuple(kind for flag, kind in ((tools, "tools"), (prompts, "prompts"), (resources, "resources")) if flag)
         return self.speaks.listen(self, ListenRequest(kinds, tuple(sorted(set(resource_uris)))))
 

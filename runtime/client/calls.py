@@ -146,6 +146,19 @@ class TypedCalls(abc.ABC):
     # -- tools ---------------------------------------------------------------------------------
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """One page of the server's tools (`tools/list`); `tools()` reads every page.
+
+        Args:
+            cursor: the `next_cursor` of the previous page (None: the first page).
+
+        Returns:
+            The page: its `tools`, and `next_cursor` when more follow.
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+        """
         page = cast("ListToolsResult", await self.request("tools/list", _cursor(cursor)))
         if self.output_checker is not None:
             for tool in page.tools:
@@ -227,7 +240,27 @@ class TypedCalls(abc.ABC):
 
         Over HTTP some arguments travel in headers too, as the tool's listing says; a server that
         finds them missing or stale (`HeaderMismatch`) gets the tool list read again and the call
-        once more."""
+        once more.
+
+        Args:
+            name: the tool's name.
+            arguments: the tool's arguments (checked by the server against its input schema).
+            timeout: seconds to wait for the result (default: `Timeouts.request`; None: no limit).
+            progress: called with each progress notification the server sends for the call.
+            resolve_input: answer the server's input requests with this client's handlers.
+            wait: wait for a call the server runs as a task (False: return the `ToolTask`).
+
+        Returns:
+            The tool's result (`is_error` set when the tool failed), or, as described above, an
+            `InputRequiredResult` or a `ToolTask`.
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+            StructuredOutputError: the result's structured content does not match the tool's
+                output schema (`ClientChecks.structured_output`).
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
@@ -255,15 +288,44 @@ class TypedCalls(abc.ABC):
     # -- prompts -------------------------------------------------------------------------------
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        """One page of the server's prompts (`prompts/list`); `prompts()` reads every page.
+
+        Args:
+            cursor: the `next_cursor` of the previous page (None: the first page).
+
+        Returns:
+            The page: its `prompts`, and `next_cursor` when more follow.
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+        """
         return cast("ListPromptsResult", await self.request("prompts/list", _cursor(cursor)))
 
     async def prompts(self) -> AsyncIterator[Prompt]:
+        """Every prompt, page after page (`PaginationError` if the server's cursors loop or never end)."""
         async for prompt in self._pages("prompts/list", "prompts"):
             yield prompt
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: Timeout = DEFAULT
     ) -> GetPromptResult:
+        """Get a prompt, filled in with `arguments` (`prompts/get`).
+
+        Args:
+            name: the prompt's name.
+            arguments: a string value per argument of the prompt.
+            timeout: seconds to wait for the result (default: `Timeouts.request`; None: no limit).
+
+        Returns:
+            The prompt's `messages` (and its `description`).
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
@@ -272,20 +334,63 @@ class TypedCalls(abc.ABC):
     # -- resources -----------------------------------------------------------------------------
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        """One page of the server's resources (`resources/list`); `resources()` reads every page.
+
+        Args:
+            cursor: the `next_cursor` of the previous page (None: the first page).
+
+        Returns:
+            The page: its `resources`, and `next_cursor` when more follow.
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+        """
         return cast("ListResourcesResult", await self.request("resources/list", _cursor(cursor)))
 
     async def resources(self) -> AsyncIterator[Resource]:
+        """Every resource, page after page (`PaginationError` if the server's cursors loop or never end)."""
         async for resource in self._pages("resources/list", "resources"):
             yield resource
 
     async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
+        """One page of the server's resource templates (`resources/templates/list`);
+        `resource_templates()` reads every page.
+
+        Args:
+            cursor: the `next_cursor` of the previous page (None: the first page).
+
+        Returns:
+            The page: its `resource_templates`, and `next_cursor` when more follow.
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+        """
         return cast("ListResourceTemplatesResult", await self.request("resources/templates/list", _cursor(cursor)))
 
     async def resource_templates(self) -> AsyncIterator[ResourceTemplate]:
+        """Every resource template, page after page (`PaginationError` if the server's cursors loop or never end)."""
         async for template in self._pages("resources/templates/list", "resource_templates"):
             yield template
 
     async def read_resource(self, uri: str, *, timeout: Timeout = DEFAULT) -> ReadResourceResult:
+        """Read a resource, static or matching a template (`resources/read`).
+
+        Args:
+            uri: the resource's URI.
+            timeout: seconds to wait for the result (default: `Timeouts.request`; None: no limit).
+
+        Returns:
+            The resource's `contents`: text or base64 `blob` entries, each with its `uri`.
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+        """
         return cast("ReadResourceResult", await self.request("resources/read", {"uri": uri}, timeout=timeout))
 
     # -- completion ----------------------------------------------------------------------------
@@ -293,6 +398,22 @@ class TypedCalls(abc.ABC):
     async def complete(
         self, ref: Mapping[str, Any], argument: Mapping[str, str], context: Mapping[str, Any] | None = None
     ) -> CompleteResult:
+        """Ask for completions of an argument's value (`completion/complete`).
+
+        Args:
+            ref: what the argument belongs to: `{"type": "ref/prompt", "name": ...}` or
+                `{"type": "ref/resource", "uri": <template>}`.
+            argument: the argument's `name` and the `value` typed so far.
+            context: the values of the other arguments already given (`{"arguments": {...}}`).
+
+        Returns:
+            The `completion`: its `values`, and optionally `total` and `has_more`.
+
+        Raises:
+            McpError: the server answered with an error (its subclass names the code).
+            RequestTimeout: no answer within the timeout.
+            ConnectionClosed: the connection ended before the answer.
+        """
         params: dict[str, Any] = {"ref": dict(ref), "argument": dict(argument)}
         if context is not None:
             params["context"] = dict(context)

@@ -47,7 +47,7 @@ RELISTEN_ACK_TIMEOUT: float | None = None  # how long a re-open may go unacknowl
 @dataclass(frozen=True)
 class Event:
     """A change the server announced: `kind` is `tools`, `prompts`, `resources` (list changed)
-    or `resource` (the resource `uri` was updated)."""
+    or `resource` (the resource `uri` was updated); `params` are the notification's params."""
 
     kind: str
     uri: str | None = None
@@ -66,7 +66,16 @@ class ListenRequest:
 
 
 class Subscription:
-    """Events of one `listen()`; iterate it (`async for event in sub`) or call `next()`."""
+    """Events of one `listen()`; iterate it (`async for event in sub`) or call `next()`.
+
+    `Client.listen` makes it; `honoured` is what the server agreed to send (its acknowledgement:
+    `toolsListChanged`, `resourceSubscriptions`, ...), empty until it acknowledges.
+
+    Attributes:
+        acknowledged: set once the server acknowledged the listen request.
+        error: why the stream ended, when it ended on an error.
+        resumes: how many times a broken listen stream was opened again.
+    """
 
     def __init__(self, honoured: Mapping[str, Any] | None = None) -> None:
         self._send, self._receive = anyio.create_memory_object_stream[Event](EVENT_BUFFER)
@@ -78,7 +87,7 @@ class Subscription:
         self.on_acknowledged: Callable[[], None] | None = None
 
     def acknowledge(self, honoured: Mapping[str, Any]) -> None:
-        """The server acknowledged the listen request (a re-opened one included)."""
+        """The server acknowledged the listen request (a re-opened one included), agreeing to `honoured`."""
         self.honoured = honoured
         self.acknowledged.set()
         callback, self.on_acknowledged = self.on_acknowledged, None
@@ -95,6 +104,7 @@ class Subscription:
                 self.push(Event("resource", uri, resumed=True))
 
     def push(self, event: Event) -> None:
+        """Deliver `event` to the reader (dropped, with a warning, when the reader is too far behind)."""
         try:
             self._send.send_nowait(event)
         except anyio.WouldBlock:
@@ -103,6 +113,7 @@ class Subscription:
             pass
 
     def end(self) -> None:
+        """End the events: the reader's iteration stops after the ones already delivered."""
         self._send.close()
 
     def wants(self, event: Event) -> bool:

@@ -17,7 +17,8 @@ def memory_pair(
 ) -> tuple[Transport, Transport]:
     """Two connected transports (client end, server end), in process. `buffer` bounds how many
     messages each direction holds before the sender waits (default: unbounded). What one end sends
-    the other receives as it was encoded (the receiver decodes the bytes, as over a pipe)."""
+    the other receives as it was encoded (the receiver decodes the bytes, as over a pipe);
+    `max_message_bytes` is the largest message either end accepts."""
     a_send, b_receive = anyio.create_memory_object_stream[Inbound](buffer)
     b_send, a_receive = anyio.create_memory_object_stream[Inbound](buffer)
     context = TransportContext("memory")

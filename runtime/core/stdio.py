@@ -137,7 +137,16 @@ async def stdio_client(  # noqa: PLR0913 - every keyword is a documented option
 
     The child inherits our stderr unless `stderr` says otherwise (e.g. `subprocess.DEVNULL`).
     On exit: stdin is closed (the polite stop for a stdio server), then after `shutdown_timeout`
-    the process is terminated, then killed.
+    seconds the process is terminated, then killed.
+
+    Args:
+        command: the program to run.
+        args: its arguments.
+        env: variables added to this process's environment for the child.
+        cwd: the child's working directory (default: ours).
+        stderr: where the child's stderr goes (a file descriptor or a `subprocess` constant).
+        max_message_bytes: the largest message accepted from the child.
+        shutdown_timeout: seconds between closing stdin and terminating the child.
     """
     full_env = {**os.environ, **(env or {})}
     process: Process = await anyio.open_process([command, *args], env=full_env, cwd=cwd, stderr=stderr)
@@ -196,8 +205,20 @@ def stdio(  # noqa: PLR0913 - every keyword is a documented option
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     shutdown_timeout: float = 2.0,
 ) -> Stdio:
-    """A server command (a list: program and arguments) and how to run it; `env` adds variables
-    to ours, `stderr` may be e.g. `subprocess.DEVNULL`."""
+    """A server command (a list: program and arguments) and how to run it: what `Client` connects
+    through (`Client(stdio(["python", "server.py"]))`; a bare list does the same with the defaults).
+
+    Args:
+        command: the program and its arguments.
+        env: variables added to this process's environment for the server.
+        cwd: the server's working directory (default: ours).
+        stderr: where the server's stderr goes (default: ours; e.g. `subprocess.DEVNULL`).
+        max_message_bytes: the largest message accepted from the server.
+        shutdown_timeout: seconds between closing the server's stdin and terminating it.
+
+    Raises:
+        TypeError: `command` is not a non-empty list of strings (a string is refused).
+    """
     if isinstance(command, str) or not command or not all(isinstance(part, str) for part in command):
         raise TypeError(
             f'a server command is a non-empty list of strings, e.g. ["python", "server.py"], not {command!r}'
@@ -292,6 +313,11 @@ async def stdio_server(
     """A transport over this process's stdin/stdout, newline-delimited.
 
     Nothing else may write to stdout while it runs: log to stderr.
+
+    Args:
+        stdin_fd: the file descriptor to read (default: stdin's).
+        stdout_fd: the file descriptor to write (default: stdout's).
+        max_message_bytes: the largest message accepted.
     """
     in_fd = sys.stdin.fileno() if stdin_fd is None else stdin_fd
     out_fd = sys.stdout.fileno() if stdout_fd is None else stdout_fd

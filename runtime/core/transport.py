@@ -86,10 +86,15 @@ class TransportContext:
     """What the transport knows about one inbound message, and what it can do for it."""
 
     kind: str
+    """The transport's kind: `stdio`, `memory`, `http`, ..."""
     headers: Mapping[str, str] | None = None  # lower-case names; None when the transport has no headers
+    """The message's headers, names in lower case (None when the transport has no headers)."""
     auth: Any = None  # the authenticated principal (set by an authenticating transport)
+    """The authenticated principal (set by an authenticating transport; handlers see it as `ctx.auth`)."""
     can_send_request: bool = True  # may the server send requests related to this message
+    """Whether the server may send requests related to this message (e.g. elicitation)."""
     reply: ReplyRoute | None = None  # None: the transport's own outgoing stream
+    """Where the answer to this message goes (None: the transport's own outgoing stream)."""
     request_scoped: bool = False
     """Is each request its own exchange that the peer always answers (an HTTP POST), so a request
     is never silently dropped and no liveness check is needed?"""
@@ -140,11 +145,16 @@ class Transport:
     """One end of a connection: `Inbound` items in, `Outgoing` messages out."""
 
     receive: ObjectReceiveStream[Inbound]
+    """Where decoded messages (and `Oversized` or `Failure` notices) arrive."""
     send: ObjectSendStream[Outgoing]
+    """Where messages to the peer go."""
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    """The largest message the transport accepts; longer ones arrive as `Oversized`."""
     context: TransportContext = field(default_factory=lambda: TransportContext("memory"))
+    """What the transport tells about the messages it delivers (the default for each message)."""
 
     async def aclose(self) -> None:
+        """Close both streams: the peer sees the end of the connection."""
         await self.send.aclose()
         await self.receive.aclose()
 
@@ -154,7 +164,9 @@ class Connector(Protocol):
     """Something a client connects through: `connect()` opens a transport for the connection's
     lifetime (`stdio([...])`, `http(url)`)."""
 
-    def connect(self) -> AbstractAsyncContextManager[Transport]: ...
+    def connect(self) -> AbstractAsyncContextManager[Transport]:
+        """Open the connection: a context manager holding its `Transport` while the client uses it."""
+        ...
 
 
 @runtime_checkable

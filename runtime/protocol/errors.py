@@ -75,6 +75,13 @@ class McpError(McpRuntimeError):
     code: int = INTERNAL_ERROR
 
     def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+        """Make the error a handler raises (the runtime sends it as the JSON-RPC error) or a caller receives.
+
+        Args:
+            message: the error's message, for people.
+            code: the JSON-RPC code (default: the class's own, e.g. -32602 for `InvalidParams`).
+            data: anything JSON-representable the peer may use (e.g. `supported` versions).
+        """
         super().__init__(message)
         if code is not None:
             self.code = code
@@ -90,7 +97,8 @@ class McpError(McpRuntimeError):
 
     @classmethod
     def from_error(cls, error: object) -> McpError:
-        """The most specific `McpError` subclass for an error object received from a peer."""
+        """The most specific `McpError` subclass for `error`, an error object received from a peer
+        (a malformed one becomes an `InternalError`-coded `McpError` describing it)."""
         if not isinstance(error, Mapping):
             return McpError(f"malformed error object: {error!r}", code=INTERNAL_ERROR)
         code = error.get("code")
@@ -109,22 +117,32 @@ class McpError(McpRuntimeError):
 
 
 class ParseError(McpError):
+    """The message was not valid JSON (-32700)."""
+
     code = PARSE_ERROR
 
 
 class InvalidRequest(McpError):
+    """The message is not a valid JSON-RPC request, or not one the peer accepts now (-32600)."""
+
     code = INVALID_REQUEST
 
 
 class MethodNotFound(McpError):
+    """The peer does not have the method, or does not serve it on this version (-32601)."""
+
     code = METHOD_NOT_FOUND
 
 
 class InvalidParams(McpError):
+    """The params do not validate against the method's table, or a handler refused them (-32602)."""
+
     code = INVALID_PARAMS
 
 
 class InternalError(McpError):
+    """The peer failed while serving the request (-32603); a handler's unexpected exception is sent as one."""
+
     code = INTERNAL_ERROR
 
 
@@ -140,6 +158,12 @@ class SchemaDefinedError(McpError):
             cls.code = found
 
     def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+        """Make the error (as `McpError`: `message`, `code`, `data`); the code defaults to the
+        one the generated tables give the schema's error def.
+
+        Raises:
+            LookupError: no code was given and no protocol version of the tree defines the error.
+        """
         if code is None and self.schema_name not in _SCHEMA_CODES:
             raise LookupError(f"no protocol version of this generated tree defines {self.schema_name}")
         super().__init__(message, code=code, data=data)
@@ -152,6 +176,7 @@ class UnsupportedProtocolVersion(SchemaDefinedError):
 
     @property
     def supported(self) -> list[str]:
+        """The versions the peer said it supports (`data.supported`; empty if it did not say)."""
         found = self.data.get("supported") if isinstance(self.data, dict) else None
         return [v for v in found if isinstance(v, str)] if isinstance(found, list) else []
 
@@ -222,7 +247,8 @@ class AuthError(McpRuntimeError):
 class AuthorizationRequired(AuthError):
     """Streamable HTTP: the server refused a request for want of authorization (HTTP 401), or of
     scope (403 `insufficient_scope`), and the client had no authorization flow that could fix it.
-    `status` is the HTTP status, `challenge` the `WWW-Authenticate` header (if any)."""
+    `status` is the HTTP status, `challenge` the `WWW-Authenticate` header (if any), and the
+    `message` says it for people."""
 
     def __init__(self, message: str, *, status: int, challenge: str | None = None) -> None:
         super().__init__(message)

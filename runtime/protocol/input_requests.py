@@ -50,7 +50,15 @@ class InputRequired(BaseException):
 
 
 def elicit(message: str, schema: Mapping[str, Any] | type[BaseModel]) -> InputRequest:
-    """A form-mode `elicitation/create` input request (the schema may be a pydantic model)."""
+    """A form-mode `elicitation/create` input request, for a handler to raise in `InputRequired`.
+
+    Args:
+        message: what to ask the user.
+        schema: the form: a flat JSON schema of primitive fields, or a pydantic model (its schema).
+
+    Returns:
+        The input request.
+    """
     return {
         "method": "elicitation/create",
         "params": {"mode": "form", "message": message, "requestedSchema": schema_of(schema)},
@@ -58,7 +66,15 @@ def elicit(message: str, schema: Mapping[str, Any] | type[BaseModel]) -> InputRe
 
 
 def elicit_url(message: str, url: str) -> InputRequest:
-    """A URL-mode `elicitation/create` input request: the user completes it out of band."""
+    """A URL-mode `elicitation/create` input request: the user completes it out of band.
+
+    Args:
+        message: why the user should open the URL.
+        url: the page the user completes the interaction on.
+
+    Returns:
+        The input request.
+    """
     return {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
 
 
@@ -70,7 +86,19 @@ def sample(
     temperature: float | None = None,
     **extra: Any,
 ) -> InputRequest:
-    """A `sampling/createMessage` input request; plain strings become user text messages."""
+    """A `sampling/createMessage` input request: ask the client's LLM for a message.
+
+    Args:
+        messages: the conversation; plain strings become user text messages.
+        max_tokens: the most tokens to sample.
+        system_prompt: the system prompt to use.
+        temperature: the sampling temperature.
+        **extra: other params of `sampling/createMessage`, as the wire spells them
+            (`modelPreferences`, `stopSequences`, ...).
+
+    Returns:
+        The input request.
+    """
     built = [
         {"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else dict(m) for m in messages
     ]

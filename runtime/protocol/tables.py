@@ -31,7 +31,18 @@ def _load_default_tree() -> ModuleType:
 
 
 class VersionRegistry:
-    """Versions and tables of one generated tree."""
+    """Versions and tables of one generated tree.
+
+    Args:
+        tree: the tree's `versions` module (default: `mcpgen.generated.versions`, the tree mcpgen
+            ships); a tree made by `mcpgen generate --out` works the same.
+
+    Attributes:
+        supported: the tree's protocol versions, oldest first.
+
+    Raises:
+        ModuleNotFoundError: no tree was given and mcpgen's own is missing (not generated yet).
+    """
 
     def __init__(self, tree: ModuleType | None = None) -> None:
         self.tree = tree if tree is not None else _load_default_tree()
@@ -50,6 +61,7 @@ class VersionRegistry:
         return self._methods(version)
 
     def spec(self, version: str, method: str) -> MethodSpec | None:
+        """The table row of `method` in `version` (None: the version has no such method)."""
         return self.methods(version).get(method)
 
     # -- extensions ----------------------------------------------------------------------------
@@ -69,7 +81,8 @@ class VersionRegistry:
 
     def table(self, version: str, extensions: Iterable[str] = ()) -> Mapping[str, MethodSpec]:
         """`version`'s table with the given extensions in force (those that apply to it): their
-        methods in, the methods they remove out, their rows for the methods they augment."""
+        methods in, the methods they remove out, their rows for the methods they augment.
+        `extensions` are extension ids; those the tree lacks for `version` are ignored."""
         if not extensions:  # the common case, on every request: the version's own table
             return self._methods(version)
         return self._tables(version, frozenset(extensions))
@@ -84,7 +97,7 @@ class VersionRegistry:
 
     def name_param(self, method: str, version: object, extensions: Iterable[str] | None = None) -> str | None:
         """The params field the `Mcp-Name` header mirrors for `method` (None: no such header), as
-        the table of `version` says, with the extensions in force (all that apply when None).
+        the table of `version` says, with the `extensions` in force (all that apply when None).
         For a version the tree lacks, the newest version that has the method says."""
         candidates = [version] if isinstance(version, str) and version in self.supported else []
         candidates += [v for v in reversed(self.supported) if v not in candidates]
@@ -96,6 +109,7 @@ class VersionRegistry:
         return None
 
     def models(self, version: str) -> ModuleType:
+        """The generated models module of `version` (`mcpgen.generated.vYYYY_MM_DD.models`)."""
         module: ModuleType = importlib.import_module(f"{self.tree.module(version).__name__}.models")
         return module
 
@@ -111,11 +125,13 @@ class VersionRegistry:
         )
 
     def may_require_input(self, method: str) -> bool:
+        """Whether `method` may ask for input in some version (see `input_methods`)."""
         return method in self.input_methods
 
     # -- eras and versions ---------------------------------------------------------------------
 
     def era(self, version: str) -> str:
+        """The era `version` belongs to (`"handshake"` or `"modern"`), as the tree says."""
         era: str = self.tree.era(version)
         return era
 
@@ -129,15 +145,21 @@ class VersionRegistry:
         return found
 
     def newest_first(self, versions: Iterable[str]) -> list[str]:
+        """The `versions` this tree supports, newest first (the others left out)."""
         known = [v for v in set(versions) if v in self.supported]
         return sorted(known, key=self.supported.index, reverse=True)
 
     def newest_mutual(self, theirs: Iterable[str], ours: Iterable[str]) -> str | None:
+        """The newest version in both `theirs` and `ours` (None: none in common)."""
         found: str | None = self.tree.newest_mutual(list(theirs), list(ours))
         return found
 
     def check_versions(self, versions: Iterable[str] | None) -> tuple[str, ...]:
-        """A configured subset of versions, validated (default: all), oldest first."""
+        """A configured subset of `versions`, validated (None: all), oldest first.
+
+        Raises:
+            ValueError: a version the tree does not have, or none at all.
+        """
         if versions is None:
             return self.supported
         chosen = list(dict.fromkeys(versions))
@@ -158,7 +180,8 @@ class VersionRegistry:
         """Does following `path` (wire names) from `method`'s params model (or result model) in
         `version` reach a field? E.g. whether the client capabilities of `initialize` carry
         `extensions` in that version: `("capabilities", "extensions")`. A list steps into its
-        items: `("tools", "execution")` of `tools/list`'s result."""
+        items: `("tools", "execution")` of `tools/list`'s result. With `result`, the path starts
+        from the result model."""
         spec = self.spec(version, method)
         if spec is None:
             return False
@@ -240,3 +263,4 @@ def _result_fields(spec: MethodSpec) -> frozenset[str]:
 
 # The runtime's earlier name for the registry, kept for users who pass `registry=Protocol(...)`.
 Protocol = VersionRegistry
+"""The runtime's earlier name for `VersionRegistry` (the same class)."""

@@ -51,7 +51,15 @@ from .features import (
     make_tool,
 )
 from .loading import not_while_loading
-from .options import Caching, DeprecatedServerOptions, Sealing, ServerLimits, resolve_server_options
+from .options import (
+    Caching,
+    DeprecatedServerOptions,
+    HttpOptions,
+    Sealing,
+    ServerLimits,
+    SessionOptions,
+    resolve_server_options,
+)
 from .pagination import CursorSealer
 from .session import ServerSession
 from .subscriptions import ListenStream
@@ -238,11 +246,30 @@ class Server:
         task_support: TaskSupport = "forbidden",
         defer_task: bool = False,
     ) -> F | Callable[[F], F]:
-        """Register a function as a tool (`@server.tool`, or `@server.tool(...)` with options).
-        `scopes` are the OAuth scopes a caller needs (checked by the HTTP auth middleware).
-        `task_support`: whether its calls may (`"optional"`) or must (`"required"`) run as tasks
-        (see `tasks`); `defer_task`: the task begins when the handler awaits `ctx.run_as_task()`,
-        the input it asks for before that being the call's own (multi-round-trip) input."""
+        """Register a function as a tool (`@server.tool`, or `@server.tool(...)` with options);
+        `add_tool` does the same without a decorator.
+
+        Args:
+            fn: the function (given when used bare, as `@server.tool`).
+            name: the tool's name (default: the function's name).
+            title: a human-readable title.
+            description: what the tool does (default: the function's docstring).
+            annotations: the tool's behaviour hints (`readOnlyHint`, `destructiveHint`, ...).
+            structured_output: whether results carry `structuredContent` and the tool an
+                `outputSchema` (default: when the return annotation is a type other than `str`,
+                `None`, `Any` or content blocks).
+            scopes: the OAuth scopes a caller needs (checked by the HTTP auth middleware).
+            task_support: whether its calls may (`"optional"`) or must (`"required"`) run as
+                tasks (see `tasks`).
+            defer_task: the task begins when the handler awaits `ctx.run_as_task()`, the input
+                it asks for before that being the call's own (multi-round-trip) input.
+
+        Returns:
+            The function itself (bare use), or a decorator that registers one and returns it.
+
+        Raises:
+            TypeError: the function's signature cannot be described as a schema.
+        """
 
         def register(f: F) -> F:
             self.add_tool(
@@ -265,13 +292,73 @@ class Server:
         """The content block kinds of the versions served (read from the tables)."""
         return frozenset().union(*(self.registry.content_types(v) for v in self.versions))
 
-    def add_tool(self, fn: Callable[..., Any], **options: Any) -> ToolDef:
-        annotations = options.pop("annotations", None)
-        options["annotations"] = dict(annotations) if annotations else None
-        tool = make_tool(fn, content_types=self.content_types, **options)
+    def add_tool(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        scopes: Collection[str] = (),
+        task_support: TaskSupport = "forbidden",
+        defer_task: bool = False,
+    ) -> ToolDef:
+        """Register `fn` as a tool (what the `tool` decorator does), at any time: connected
+        clients are told the list changed.
+
+        The input schema comes from `fn`'s parameters (a `RequestContext`-annotated one is the
+        context, not an argument), the output schema from its return annotation.
+
+        Args:
+            fn: the function, sync or async, called with the validated arguments.
+            name: the tool's name (default: `fn.__name__`); registering a name again replaces it.
+            title: a human-readable title.
+            description: what the tool does (default: `fn`'s docstring).
+            annotations: the tool's behaviour hints (`readOnlyHint`, `destructiveHint`, ...).
+            icons: icons for the tool, as the protocol's icon objects.
+            meta: the tool's `_meta` in `tools/list`.
+            structured_output: whether results carry `structuredContent` and the tool an
+                `outputSchema` (default: when the return annotation is a type other than `str`,
+                `None`, `Any` or content blocks).
+            scopes: the OAuth scopes a caller needs (checked by the HTTP auth middleware).
+            task_support: whether calls may (`"optional"`) or must (`"required"`) run as tasks.
+            defer_task: the task begins when the handler awaits `ctx.run_as_task()`.
+
+        Returns:
+            The tool's definition (its `name`, `input_schema`, `output_schema`, ...).
+
+        Raises:
+            TypeError: `fn`'s signature cannot be described as a schema (`*args`,
+                `**kwargs`), or its return type gives an unusable output schema.
+            ValueError: `task_support` is not one of the three values.
+        """
+        tool = make_tool(
+            fn,
+            content_types=self.content_types,
+            name=name,
+            title=title,
+            description=description,
+            annotations=dict(annotations) if annotations else None,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+            scopes=scopes,
+            task_support=task_support,
+            defer_task=defer_task,
+        )
         return self.tools.add(tool.name, tool)
 
     def remove_tool(self, name: str) -> None:
+        """Unregister the tool `name`; connected clients are told the list changed (nothing happens,
+        and no notification is sent, if no tool has that name).
+
+        Args:
+            name: the tool's name.
+        """
         self.tools.remove(name)
 
     @overload
@@ -302,20 +389,71 @@ class Server:
         scopes: Collection[str] = (),
     ) -> F | Callable[[F], F]:
         """Register a function as a prompt (`@server.prompt`, or `@server.prompt(...)` with options);
-        `scopes` as for tools."""
+        `add_prompt` does the same without a decorator.
+
+        Args:
+            fn: the function (given when used bare, as `@server.prompt`).
+            name: the prompt's name (default: the function's name).
+            title: a human-readable title.
+            description: what the prompt is for (default: the function's docstring).
+            argument_descriptions: a description per argument name.
+            scopes: the OAuth scopes a caller needs (checked by the HTTP auth middleware).
+
+        Returns:
+            The function itself (bare use), or a decorator that registers one and returns it.
+        """
 
         def register(f: F) -> F:
-            options = {"argument_descriptions": dict(argument_descriptions or {}), "scopes": scopes}
-            self.add_prompt(f, name=name, title=title, description=description, **options)
+            descriptions = dict(argument_descriptions or {})
+            self.add_prompt(
+                f, name=name, title=title, description=description, argument_descriptions=descriptions, scopes=scopes
+            )
             return f
 
         return register(fn) if fn is not None else register
 
-    def add_prompt(self, fn: Callable[..., Any], **options: Any) -> PromptDef:
-        prompt = make_prompt(fn, content_types=self.content_types, **options)
+    def add_prompt(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        argument_descriptions: Mapping[str, str] | None = None,
+        scopes: Collection[str] = (),
+    ) -> PromptDef:
+        """Register `fn` as a prompt (what the `prompt` decorator does), at any time: connected
+        clients are told the list changed. The prompt's arguments are `fn`'s parameters.
+
+        Args:
+            fn: the function, sync or async; it returns a string, a message, or a list of them.
+            name: the prompt's name (default: `fn.__name__`); registering a name again replaces it.
+            title: a human-readable title.
+            description: what the prompt is for (default: `fn`'s docstring).
+            argument_descriptions: a description per argument name.
+            scopes: the OAuth scopes a caller needs (checked by the HTTP auth middleware).
+
+        Returns:
+            The prompt's definition.
+        """
+        prompt = make_prompt(
+            fn,
+            content_types=self.content_types,
+            name=name,
+            title=title,
+            description=description,
+            argument_descriptions=dict(argument_descriptions) if argument_descriptions is not None else None,
+            scopes=scopes,
+        )
         return self.prompts.add(prompt.name, prompt)
 
     def remove_prompt(self, name: str) -> None:
+        """Unregister the prompt `name`; connected clients are told the list changed (nothing happens,
+        and no notification is sent, if no prompt has that name).
+
+        Args:
+            name: the prompt's name.
+        """
         self.prompts.remove(name)
 
     def resource(  # noqa: PLR0913 - every keyword is a documented option
@@ -328,8 +466,21 @@ class Server:
         mime_type: str | None = None,
         scopes: Collection[str] = (),
     ) -> Callable[[F], F]:
-        """Register a static resource (`uri`) or, when `uri` has `{...}`, a resource template;
-        `scopes` as for tools (for reading it, subscribing to it and listening to its changes)."""
+        """Register a static resource (`uri`) or, when `uri` has `{...}`, a resource template
+        (`add_resource` and `add_resource_template` do the same without a decorator).
+
+        Args:
+            uri: the resource's URI, or an RFC 6570 template (`notes://{id}`).
+            name: the resource's name (default: the function's name).
+            title: a human-readable title.
+            description: what it holds (default: the function's docstring).
+            mime_type: the MIME type of its contents.
+            scopes: the OAuth scopes a caller needs for reading it, subscribing to it and
+                listening to its changes.
+
+        Returns:
+            A decorator that registers the function and returns it.
+        """
 
         def register(f: F) -> F:
             options: dict[str, Any] = {"name": name, "title": title, "description": description}
@@ -342,16 +493,97 @@ class Server:
 
         return register
 
-    def add_resource(self, fn: Callable[..., Any], uri: str, **options: Any) -> ResourceDef:
-        return self.resources.add(uri, make_resource(fn, uri, **options))
+    def add_resource(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        scopes: Collection[str] = (),
+    ) -> ResourceDef:
+        """Register `fn` as the static resource `uri` (what the `resource` decorator does for a
+        URI without `{...}`), at any time: connected clients are told the list changed.
+
+        Args:
+            fn: the function, sync or async, that returns the contents (text, bytes, a model
+                or JSON-representable data).
+            uri: the resource's URI; registering a URI again replaces it.
+            name: the resource's name (default: `fn.__name__`).
+            title: a human-readable title.
+            description: what the resource holds (default: `fn`'s docstring).
+            mime_type: the MIME type of its contents.
+            annotations: the resource's annotations (`audience`, `priority`, ...).
+            scopes: the OAuth scopes a reader needs (checked by the HTTP auth middleware).
+
+        Returns:
+            The resource's definition.
+        """
+        resource = make_resource(
+            fn,
+            uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            annotations=annotations,
+            scopes=scopes,
+        )
+        return self.resources.add(uri, resource)
 
     def remove_resource(self, uri: str) -> None:
+        """Unregister the resource `uri`; connected clients are told the list changed (nothing happens,
+        and no notification is sent, if no resource has that URI).
+
+        Args:
+            uri: the resource's URI.
+        """
         self.resources.remove(uri)
 
-    def add_resource_template(self, fn: Callable[..., Any], uri_template: str, **options: Any) -> TemplateDef:
-        return self.templates.add(uri_template, make_template(fn, uri_template, **options))
+    def add_resource_template(  # noqa: PLR0913 - every keyword is a documented option
+        self,
+        fn: Callable[..., Any],
+        uri_template: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        scopes: Collection[str] = (),
+    ) -> TemplateDef:
+        """Register `fn` as the resource template `uri_template` (RFC 6570, e.g.
+        `notes://{id}`): a read of a matching URI calls `fn` with the template's variables.
+
+        Args:
+            fn: the function, sync or async, with a parameter per variable of the template.
+            uri_template: the template; registering it again replaces it.
+            name: the template's name (default: `fn.__name__`).
+            title: a human-readable title.
+            description: what the resources hold (default: `fn`'s docstring).
+            mime_type: the MIME type of their contents.
+            scopes: the OAuth scopes a reader needs (checked by the HTTP auth middleware).
+
+        Returns:
+            The template's definition.
+
+        Raises:
+            TypeError: `fn` has no parameter for a variable of the template.
+        """
+        template = make_template(
+            fn, uri_template, name=name, title=title, description=description, mime_type=mime_type, scopes=scopes
+        )
+        return self.templates.add(uri_template, template)
 
     def remove_resource_template(self, uri_template: str) -> None:
+        """Unregister the resource template `uri_template`; connected clients are told the list
+        changed (nothing happens, and no notification is sent, if no template is registered under it).
+
+        Args:
+            uri_template: the template, as registered.
+        """
         self.templates.remove(uri_template)
 
     def completion(self, fn: F) -> F:
@@ -362,7 +594,14 @@ class Server:
 
     def method(self, name: str) -> Callable[[F], F]:
         """Register a handler for any method of the tables (e.g. one a newer schema added):
-        `async def handler(ctx, params) -> result`. Params and result are validated by the table."""
+        `async def handler(ctx, params) -> result`. Params and result are validated by the table.
+
+        Args:
+            name: the method's name (e.g. `tools/call`: a registered handler replaces the built-in one).
+
+        Returns:
+            A decorator that registers the handler and returns it.
+        """
 
         def register(f: F) -> F:
             self.handlers[name] = f
@@ -373,13 +612,22 @@ class Server:
     def enable_extension(self, identifier: str, settings: Mapping[str, Any] | None = None) -> None:
         """Advertise an extension (SEP-2133); extensions are off unless enabled. The rows of an
         extension the generated tree has are in force in the tables served from then on.
-        (The tasks extension is enabled by registering a tool with `task_support`.)"""
+        (The tasks extension is enabled by registering a tool with `task_support`.)
+
+        Args:
+            identifier: the extension's identifier (e.g. `io.modelcontextprotocol/tasks`).
+            settings: the extension's settings, advertised with it.
+        """
         self.extensions[identifier] = dict(settings or {})
         self._extensions_changed()
 
     def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
         """The OAuth scopes a JSON-RPC message needs (the `scopes=` of the tool, prompt or resource
-        it names): the hook the HTTP auth middleware asks (`scopes_for_request`)."""
+        it names): the hook the HTTP auth middleware asks (`scopes_for_request`).
+
+        Args:
+            message: a JSON-RPC request or notification, as decoded JSON.
+        """
         return scopes_needed(self, message)
 
     # -- change notifications ---------------------------------------------------------------
@@ -394,12 +642,16 @@ class Server:
 
     def deliver(self, change: Change) -> None:
         """Send a change to the clients of every era that asked for it, here and, through the
-        change bus (`self.bus`), in the other processes of the deployment."""
+        change bus (`self.bus`), in the other processes of the deployment.
+
+        Args:
+            change: what changed (a list kind, or a resource's URI).
+        """
         self.deliver_here(change)
         self.bus.publish(change)
 
     def deliver_here(self, change: Change) -> None:
-        """Send a change to this process's clients only (what a bus does with other processes' changes)."""
+        """Send a `change` to this process's clients only (what a bus does with other processes' changes)."""
         for era in self.serving.values():
             era.deliver_change(self, change)
 
@@ -411,8 +663,13 @@ class Server:
 
     # -- serving ---------------------------------------------------------------------------
 
-    async def serve(self, transport: Transport, **session_options: Any) -> None:
-        """Serve one connection until it closes."""
+    async def serve(self, transport: Transport, **session_options: Unpack[SessionOptions]) -> None:
+        """Serve one connection until it closes.
+
+        Args:
+            transport: the connection (from `stdio_server`, `memory_pair`, or your own `Transport`).
+            **session_options: the session's settings (`SessionOptions`).
+        """
         session = ServerSession(self, transport, **session_options)
         self.sessions.add(session)
         try:
@@ -421,6 +678,7 @@ class Server:
             self.sessions.discard(session)
 
     async def serve_stdio(self) -> None:
+        """Serve on this process's stdin/stdout until stdin closes (the async form of `run_stdio`)."""
         async with stdio_server() as transport:
             await self.serve(transport)
 
@@ -429,11 +687,19 @@ class Server:
         not_while_loading("run_stdio()")
         anyio.run(self.serve_stdio)
 
-    def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
-        """This server's Streamable HTTP endpoint (both eras) as an ASGI 3 application; see
-        `http.app.HttpApp` for the options (security, event store, keep-alive...).
+    def http_app(self, path: str = "/mcp", **options: Unpack[HttpOptions]) -> HttpApp:
+        """This server's Streamable HTTP endpoint (both eras) as an ASGI 3 application.
         Without an `auth` option, `self.http_auth` protects it: set that where the server is made,
-        and `mcpgen serve` and the worker app factory serve it protected too."""
+        and `mcpgen serve` and the worker app factory serve it protected too.
+
+        Args:
+            path: where the endpoint is.
+            **options: the endpoint's settings (`HttpOptions`: security, event store, keep-alive,
+                session limits, `auth`).
+
+        Returns:
+            The ASGI application (serve it with uvicorn or hypercorn, or mount it).
+        """
         from .http.app import HttpApp
 
         if "auth" not in options and self.http_auth is not None:  # `auth=None` serves it unprotected
@@ -441,10 +707,26 @@ class Server:
         return HttpApp(self, path=path, **options)
 
     def run_http(
-        self, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp", log_level: str = "info", **options: Any
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        log_level: str = "info",
+        **options: Unpack[HttpOptions],
     ) -> None:
         """Serve Streamable HTTP at http://host:port/path with uvicorn until interrupted
-        (needs the `http` extra: `pip install 'mcpgen[http]'`)."""
+        (needs the `http` extra: `pip install 'mcpgen[http]'`).
+
+        Args:
+            host: the address to listen on.
+            port: the port to listen on.
+            path: the endpoint's path.
+            log_level: uvicorn's log level.
+            **options: the endpoint's settings, as for `http_app`.
+
+        Raises:
+            ImportError: uvicorn is not installed (the message names the extra).
+        """
         from .http.run import require_uvicorn, run_http
 
         not_while_loading("run_http()")

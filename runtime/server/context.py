@@ -35,18 +35,33 @@ M = TypeVar("M", bound=BaseModel)
 
 @dataclass(frozen=True)
 class Elicited(Generic[M]):
-    """A user's answer to a form elicitation: `content` is the model the tool asked with, when accepted."""
+    """A user's answer to a form elicitation: `action` is `accept`, `decline` or `cancel`;
+    `content` is the model the tool asked with, when accepted."""
 
     action: Literal["accept", "decline", "cancel"]
     content: M | None
 
     @property
     def accepted(self) -> bool:
+        """Whether the user accepted (and `content` holds the answer)."""
         return self.action == "accept"
 
 
 class RequestContext(Context):
-    """The context of one request being served."""
+    """The context of one request being served: what a handler declares a `RequestContext`
+    parameter for. The runtime makes one per request (from the serving `session`, the incoming
+    `request`, its protocol `version`, the era `serving` it and the client's `view`: capabilities,
+    info and log level); handlers do not make their own.
+
+    Attributes:
+        protocol_version: the request's protocol version.
+        era: the rules of the request's era.
+        client_capabilities: what the client declared (at `initialize`, or in the request's `_meta`).
+        client_info: the client's name and version, when it sent them.
+        log_level: the level from which the client wants log messages (None: none asked for).
+        input_responses: the client's answers to input requests, by key (multi-round-trip requests).
+        state: the state the handler handed out with its last input request, back from the client.
+    """
 
     def __init__(
         self, session: ServerSession, request: IncomingRequest, version: str, serving: EraServing, view: ClientView
@@ -73,10 +88,12 @@ class RequestContext(Context):
 
     @property
     def server(self) -> Server:
+        """The server serving the request."""
         return self.session.server
 
     @property
     def request_id(self) -> str | int:
+        """The request's JSON-RPC id."""
         return self.request.id
 
     @property
@@ -145,7 +162,16 @@ class RequestContext(Context):
     # -- progress and logging --------------------------------------------------------------------
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send `notifications/progress` if the request asked for progress (it must increase)."""
+        """Send `notifications/progress` if the request asked for progress (nothing otherwise).
+
+        Args:
+            progress: the progress so far; it must increase from one call to the next.
+            total: the total `progress` will reach, if known.
+            message: a human-readable status.
+
+        Raises:
+            ValueError: `progress` did not increase.
+        """
         token = self.request.progress_token
         if token is None:
             return
@@ -161,7 +187,17 @@ class RequestContext(Context):
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send `notifications/message` if the client asked for this level (handshake era:
-        `logging/setLevel`; modern: the request's `logLevel`, without which nothing is sent)."""
+        `logging/setLevel`; modern: the request's `logLevel`, without which nothing is sent).
+
+        Args:
+            level: the syslog level (`debug`, `info`, `notice`, `warning`, `error`, `critical`,
+                `alert`, `emergency`).
+            data: what to log: a string or any JSON-representable value.
+            logger: the name of the logger it comes from.
+
+        Raises:
+            ValueError: `level` is not one of the levels.
+        """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; one of {LOG_LEVELS}")
         if not has_capability(self.server._offered(), "logging"):
@@ -177,13 +213,17 @@ class RequestContext(Context):
         await self.session.send_notification("notifications/message", params, route=self.request.context.reply)
 
     async def debug(self, data: Any) -> None:
+        """Log `data` at level `debug` (see `log`: sent only if the client asked for it)."""
         await self.log("debug", data)
 
     async def info(self, data: Any) -> None:
+        """Log `data` at level `info` (see `log`: sent only if the client asked for it)."""
         await self.log("info", data)
 
     async def warning(self, data: Any) -> None:
+        """Log `data` at level `warning` (see `log`: sent only if the client asked for it)."""
         await self.log("warning", data)
 
     async def error(self, data: Any) -> None:
+        """Log `data` at level `error` (see `log`: sent only if the client asked for it)."""
         await self.log("error", data)

@@ -10,7 +10,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from ..auth.server.resource import ProtectedResource
+    from .http.events import EventStore
+    from .http.security import HttpSecurity
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,41 @@ class ServerLimits:
 
     page_size: int | None = 50
     max_input_rounds: int = 10
+
+
+class SessionOptions(TypedDict, total=False):
+    """The settings `Server.serve` gives the connection's session; each may be left out, for its default."""
+
+    request_timeout: float | None
+    """Seconds to wait for the answer to a request the server sends the client (default 60;
+    None: no limit)."""
+    max_message_bytes: int | None
+    """The largest message accepted (default: the transport's limit)."""
+    max_in_flight: int
+    """How many of the client's requests are served at once (default 256; later ones wait)."""
+
+
+class HttpOptions(TypedDict, total=False):
+    """The settings `Server.http_app` and `Server.run_http` pass on to the endpoint (`HttpApp`);
+    each may be left out, for its default."""
+
+    security: HttpSecurity | None
+    """Host/Origin checks and the body size limit (default: strict on a loopback address)."""
+    event_store: EventStore | None
+    """Where handshake-era SSE events are kept for resumption (default: in memory; None: streams
+    are not resumable)."""
+    retry_ms: int | None
+    """The reconnection delay told to handshake-era clients on each SSE stream (default 1000)."""
+    keepalive: float | None
+    """Seconds of silence after which a response commits to SSE and gets a comment line (default 15)."""
+    session_idle_timeout: float | None
+    """Seconds after which an idle handshake-era session is closed (default 1800)."""
+    max_sessions: int | None
+    """How many handshake-era sessions may be open (default 10 000; 503 past that)."""
+    max_sessions_per_principal: int | None
+    """How many of them one authenticated principal may hold (default 100)."""
+    auth: ProtectedResource | None
+    """OAuth protection (default: the server's `http_auth`; None: unprotected)."""
 
 
 class DeprecatedServerOptions(TypedDict, total=False):

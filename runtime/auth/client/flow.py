@@ -39,10 +39,15 @@ class AuthChallenge:
     """What a 401, or a 403 `insufficient_scope`, asked for."""
 
     status: int
+    """The HTTP status (401 or 403)."""
     resource_metadata: str | None
+    """The challenge's `resource_metadata` URL (the protected resource metadata), if it had one."""
     scopes: tuple[str, ...]
+    """The scopes the challenge's `scope` parameter asked for."""
     error: str | None
+    """The challenge's `error` (`invalid_token`, `insufficient_scope`, `use_dpop_nonce`, ...)."""
     scheme: str = "bearer"  # of the challenge read, lower-cased
+    """The challenge's scheme, lower-cased (`bearer` or `dpop`)."""
 
 
 @dataclass(frozen=True)
@@ -50,14 +55,21 @@ class AuthContext:
     """The result of discovery: which authorization server to use, for which resource."""
 
     server_url: str
+    """The MCP endpoint."""
     resource: str
+    """The resource tokens are asked for (RFC 8707 `resource`)."""
     metadata: AuthorizationServerMetadata
+    """The chosen authorization server's metadata."""
     resource_metadata: ProtectedResourceMetadata | None
+    """The MCP server's protected resource metadata (None: it had none, a legacy server)."""
     dpop: DPoPProofs | None
+    """The DPoP proofs in use (None: bearer tokens)."""
     revision: str | None
+    """The MCP protocol revision in use, when known."""
 
     @property
     def issuer(self) -> str:
+        """The authorization server's issuer identifier."""
         return self.metadata.issuer
 
 
@@ -92,7 +104,19 @@ class OAuthFlow(httpx.Auth):
     A DPoP-bound token then goes out with the DPoP scheme and a fresh proof on every request.
     Every endpoint authorization uses (the MCP server, the issuer and its endpoints) must be
     `https://` or on a loopback host, else `InsecureEndpointError` before anything is sent there;
-    `allow_insecure_http=True` lifts that, for a test deployment on a private network."""
+    `allow_insecure_http=True` lifts that, for a test deployment on a private network.
+
+    The other options: `storage` keeps tokens and registered clients (default: in memory, see
+    `FileTokenStorage`); `http_client` is the client for discovery and token requests (default:
+    one per exchange, with `timeout` seconds); `dpop_key` the key of DPoP proofs (default: a new
+    ES256 key); `max_authorizations` how many times one request may go through authorization
+    before `AuthorizationLimitExceeded`; `legacy_fallbacks` allows the 2025-03-26 revision's
+    fallbacks (default endpoints without metadata) for servers of that revision or older; and
+    `refresh_margin` how many seconds before expiry a token is refreshed.
+
+    Raises:
+        ValueError: `max_authorizations` is less than 1.
+    """
 
     requires_request_body = True
 
@@ -133,9 +157,18 @@ class OAuthFlow(httpx.Auth):
     # ----------------------------------------------------------------- httpx.Auth
 
     def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        """Refused: the flows need an `httpx.AsyncClient` (raises `TypeError`); `request` is not sent."""
         raise TypeError(f"{type(self).__name__} needs an httpx.AsyncClient")
 
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """httpx's hook: send `request` with a token (discovering, registering, authorizing and
+        refreshing as needed), and again after a 401 or 403 challenge the flow can answer.
+
+        Raises:
+            AuthorizationRequired: authorization failed (its subclasses say why).
+            AuthorizationLimitExceeded: the server still refuses after `max_authorizations` rounds.
+            InsecureEndpointError: an endpoint is neither `https://` nor on a loopback host.
+        """
         if self.server_url is None:
             self.server_url = str(request.url.copy_with(query=None, fragment=None))
         if origin(str(request.url)) != origin(self.server_url):

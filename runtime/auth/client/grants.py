@@ -148,9 +148,15 @@ class _IssuerBound(OAuthFlow):
 
 
 class ClientCredentials(_IssuerBound):
-    """The `client_credentials` grant. Give `client_secret` (method `auth_method`, default: what the
-    server offers) or `signing_key` (`private_key_jwt`, assertion audience = the issuer). `scopes`,
-    when given, replace the server-suggested scopes on the first request."""
+    """The `client_credentials` grant, as client `client_id`. Give `client_secret` (method
+    `auth_method`, default: what the server offers) or `signing_key` (`private_key_jwt`, assertion
+    audience = the issuer). `scopes`, when given, replace the server-suggested scopes on the first
+    request. `issuer` binds the credentials to that authorization server (default: the first one
+    used). See `OAuthFlow` for the remaining options.
+
+    Raises:
+        ValueError: neither `client_secret` nor `signing_key` was given.
+    """
 
     grant_type = "client_credentials"
 
@@ -181,7 +187,9 @@ class ClientCredentials(_IssuerBound):
 class WorkloadIdentity(_IssuerBound):
     """The RFC 7523 JWT bearer grant with a workload identity token as `assertion` (a string, or a
     callable returning one, called for each grant so a rotated token is picked up). `client_id` and
-    `client_secret` are sent when the authorization server wants the client identified too."""
+    `client_secret` are sent when the authorization server wants the client identified too;
+    `issuer` binds them to that authorization server (default: the first one used). See `OAuthFlow`
+    for the remaining options."""
 
     grant_type = JWT_BEARER
 
@@ -207,7 +215,8 @@ class EnterpriseManaged(_IssuerBound):
     """Enterprise-managed authorization. `id_token` (string or callable) is the user's token from the
     identity provider whose token endpoint is `idp_token_endpoint` (client `idp_client_id`, with
     `idp_client_secret` when it is confidential there). The resulting ID-JAG is presented to the MCP
-    server's authorization server as client `client_id` / `client_secret`."""
+    server's authorization server as client `client_id` / `client_secret` (bound to `issuer`, or to
+    the first authorization server used). See `OAuthFlow` for the remaining options."""
 
     grant_type = JWT_BEARER
 

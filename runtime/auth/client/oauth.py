@@ -31,7 +31,19 @@ def validate_authorization_response(
     """The authorization code, after the RFC 9207 `iss` check (simple string comparison against the
     issuer recorded from validated metadata; required when the server advertises it, compared
     whenever present), the `state` check and the error check, in that order: an `error` is never
-    acted on before `iss` validated."""
+    acted on before `iss` validated.
+
+    Args:
+        params: the query parameters of the redirect back to the client.
+        state: the `state` the authorization request was sent with.
+        metadata: the authorization server's validated metadata.
+
+    Returns:
+        The authorization code.
+
+    Raises:
+        AuthorizationResponseError: a check failed (its `reason` says which).
+    """
     iss = params.get("iss")
     if iss is None and metadata.iss_parameter_supported:
         raise AuthorizationResponseError(
@@ -72,8 +84,13 @@ class OAuth(OAuthFlow):
     `client_metadata_url` is this client's metadata document (an https URL with a path), used as its
     `client_id` where the server supports that. `client_name`, `application_type` and
     `client_metadata` describe the client in dynamic registrations. `offline_access` asks for
-    `offline_access` (refresh tokens) when the authorization server lists it.
-    See `OAuthFlow` for the remaining parameters."""
+    `offline_access` (refresh tokens) when the authorization server lists it. `client_signing_key`
+    signs `private_key_jwt` client assertions for a `client` registered with that method.
+    See `OAuthFlow` for the remaining parameters.
+
+    Raises:
+        ValueError: `client_metadata_url` is not an https URL with a path.
+    """
 
     def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,

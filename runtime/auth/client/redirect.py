@@ -33,11 +33,18 @@ class RedirectHandler(Protocol):
     """Sends the user agent to the authorization endpoint and returns the authorization response."""
 
     @property
-    def redirect_uri(self) -> str: ...
+    def redirect_uri(self) -> str:
+        """The redirect URI the authorization server sends the user agent back to."""
+        ...
 
     async def authorize(self, authorization_url: str) -> Mapping[str, str]:
-        """The query parameters the authorization server redirected back with (`code`, `state`,
-        `iss`, or `error`...). Validating them is the caller's job."""
+        """Send the user agent to `authorization_url`; the query parameters the authorization
+        server redirected back with (`code`, `state`, `iss`, or `error`...). Validating them is the
+        caller's job.
+
+        Raises:
+            AuthorizationResponseError: no response came back (`reason="no_response"`).
+        """
         ...
 
 
@@ -57,7 +64,11 @@ class BrowserRedirectHandler:
     client registration; RFC 8252 §7.3 has authorization servers accept any port on a loopback
     redirect URI, but one that does not needs a fixed `port`. A stored registration's port is reused
     when it is free (see `adopt`), so a new process does not register again. `timeout` bounds the
-    wait for the user."""
+    wait for the user (seconds); `host` and `path` are the callback's, on the loopback interface.
+
+    Raises:
+        ValueError: `path` does not start with `/`.
+    """
 
     def __init__(
         self,
@@ -84,6 +95,7 @@ class BrowserRedirectHandler:
 
     @property
     def redirect_uri(self) -> str:
+        """The redirect URI the authorization server sends the user agent back to."""
         return self._redirect_uri
 
     def adopt(self, redirect_uris: Sequence[str]) -> bool:
@@ -107,6 +119,11 @@ class BrowserRedirectHandler:
         return False
 
     async def authorize(self, authorization_url: str) -> Mapping[str, str]:
+        """Open `authorization_url` and wait (at most `timeout` seconds) for the callback; its query parameters.
+
+        Raises:
+            AuthorizationResponseError: no callback within the timeout (`reason="no_response"`).
+        """
         received: dict[str, str] = {}
         done = anyio.Event()
         try:
@@ -193,7 +210,8 @@ def _is_free(host: str, port: int) -> bool:
 class HeadlessRedirectHandler:
     """Fetches the authorization URL without following redirects and returns the query of the
     `Location` it answers with, which must point at `redirect_uri`. For authorization servers that
-    redirect at once (no login page), e.g. test and conformance servers."""
+    redirect at once (no login page), e.g. test and conformance servers. `http_client` makes the
+    request (default: one per authorization, with `timeout` seconds)."""
 
     def __init__(
         self,
@@ -208,9 +226,15 @@ class HeadlessRedirectHandler:
 
     @property
     def redirect_uri(self) -> str:
+        """The redirect URI the authorization server sends the user agent back to."""
         return self._redirect_uri
 
     async def authorize(self, authorization_url: str) -> Mapping[str, str]:
+        """Fetch `authorization_url`; the query parameters of the `Location` it redirects to.
+
+        Raises:
+            AuthorizationResponseError: the request failed, or it did not redirect to `redirect_uri`.
+        """
         try:
             if self._http is not None:
                 response = await self._http.get(authorization_url, follow_redirects=False)

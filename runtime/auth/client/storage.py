@@ -31,34 +31,44 @@ class TokenSet:
     the tokens were issued to."""
 
     access_token: str
+    """The access token."""
     token_type: str = "Bearer"
+    """`Bearer` or `DPoP`."""
     expires_at: float | None = None
+    """When the access token expires (seconds since the epoch; None: not said)."""
     refresh_token: str | None = None
+    """The refresh token, if one was issued."""
     scopes: tuple[str, ...] = ()
     issuer: str | None = None
     token_endpoint: str | None = None
     resource: str | None = None
+    """The resource (RFC 8707) the tokens were issued for."""
     dpop_jkt: str | None = None
     client_id: str | None = None
 
     @property
     def is_dpop(self) -> bool:
+        """Whether the token is DPoP-bound (sent with the DPoP scheme and a proof)."""
         return self.token_type.lower() == "dpop"
 
     @property
     def expired(self) -> bool:
+        """Whether the access token has expired."""
         return self.expires_at is not None and now() >= self.expires_at
 
     def expires_within(self, seconds: float) -> bool:
+        """Whether the access token expires within `seconds` (False when its expiry is unknown)."""
         return self.expires_at is not None and now() >= self.expires_at - seconds
 
     def to_dict(self) -> dict[str, Any]:
+        """The tokens as JSON-representable data (what `FileTokenStorage` writes)."""
         data = asdict(self)
         data["scopes"] = list(self.scopes)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TokenSet:
+        """Tokens from `data`, as `to_dict` wrote it (unknown keys are ignored)."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["scopes"] = tuple(s for s in known.get("scopes", ()) if isinstance(s, str))
         return cls(**known)
@@ -68,7 +78,17 @@ class TokenSet:
 class ClientInfo:
     """A client identity at one authorization server: pre-registered, from dynamic registration, or
     a client ID metadata document URL. `issuer` binds it to the authorization server that issued it
-    (`None` on pre-registered credentials means "bind to the first authorization server used")."""
+    (`None` on pre-registered credentials means "bind to the first authorization server used").
+
+    Attributes:
+        client_id: the client ID (or the metadata document's URL).
+        client_secret: the client secret, for a confidential client.
+        token_endpoint_auth_method: how the client authenticates at the token endpoint
+            (`client_secret_basic`, `client_secret_post`, `private_key_jwt`, `none`).
+        client_secret_expires_at: when the secret expires (seconds since the epoch; 0 or None: never).
+        redirect_uris: the redirect URIs registered.
+        extra: the rest of the registration response.
+    """
 
     client_id: str
     client_secret: str | None = None
@@ -80,16 +100,19 @@ class ClientInfo:
 
     @property
     def secret_expired(self) -> bool:
+        """Whether the client secret has expired (a new registration is then needed)."""
         at = self.client_secret_expires_at
         return at is not None and at > 0 and now() >= at
 
     def to_dict(self) -> dict[str, Any]:
+        """The client as JSON-representable data (what `FileTokenStorage` writes)."""
         data = asdict(self)
         data["redirect_uris"] = list(self.redirect_uris)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ClientInfo:
+        """A client from `data`, as `to_dict` wrote it (unknown keys are ignored)."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         known["redirect_uris"] = tuple(u for u in known.get("redirect_uris", ()) if isinstance(u, str))
         return cls(**known)
@@ -100,13 +123,25 @@ class TokenStorage(Protocol):
     """Persistence for tokens (keyed by the MCP server's canonical URL) and client registrations
     (keyed by authorization server issuer). Passing `None` deletes the entry."""
 
-    async def get_tokens(self, resource: str) -> TokenSet | None: ...
+    async def get_tokens(self, resource: str) -> TokenSet | None:
+        """The tokens kept for `resource` (the MCP server's canonical URL), or None."""
+        """The tokens kept for `resource` (the MCP server's canonical URL), or None."""
+        ...
 
-    async def set_tokens(self, resource: str, tokens: TokenSet | None) -> None: ...
+    async def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
+        """Keep `tokens` for `resource` (None deletes them)."""
+        """Keep `tokens` for `resource` (None deletes them)."""
+        ...
 
-    async def get_client(self, issuer: str) -> ClientInfo | None: ...
+    async def get_client(self, issuer: str) -> ClientInfo | None:
+        """The client registered at authorization server `issuer`, or None."""
+        """The client registered at authorization server `issuer`, or None."""
+        ...
 
-    async def set_client(self, issuer: str, client: ClientInfo | None) -> None: ...
+    async def set_client(self, issuer: str, client: ClientInfo | None) -> None:
+        """Keep `client` for authorization server `issuer` (None deletes it)."""
+        """Keep `client` for authorization server `issuer` (None deletes it)."""
+        ...
 
 
 class InMemoryTokenStorage:
@@ -117,18 +152,22 @@ class InMemoryTokenStorage:
         self._clients: dict[str, ClientInfo] = {}
 
     async def get_tokens(self, resource: str) -> TokenSet | None:
+        """The tokens kept for `resource` (the MCP server's canonical URL), or None."""
         return self._tokens.get(resource)
 
     async def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
+        """Keep `tokens` for `resource` (None deletes them)."""
         if tokens is None:
             self._tokens.pop(resource, None)
         else:
             self._tokens[resource] = tokens
 
     async def get_client(self, issuer: str) -> ClientInfo | None:
+        """The client registered at authorization server `issuer`, or None."""
         return self._clients.get(issuer)
 
     async def set_client(self, issuer: str, client: ClientInfo | None) -> None:
+        """Keep `client` for authorization server `issuer` (None deletes it)."""
         if client is None:
             self._clients.pop(issuer, None)
         else:
@@ -141,26 +180,34 @@ class FileTokenStorage:
     A missing parent directory is created with mode 0700. An existing file readable by others is
     tightened to 0600 when read. An unreadable or corrupt file counts as empty (and is replaced on the
     next write) rather than breaking the client. Writers in one process are serialized; several
-    processes sharing a file may lose each other's updates (last writer wins)."""
+    processes sharing a file may lose each other's updates (last writer wins).
+
+    Args:
+        path: the file (`~` is expanded).
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).expanduser()
         self._lock = LoopLock()
 
     async def get_tokens(self, resource: str) -> TokenSet | None:
+        """The tokens kept for `resource` (the MCP server's canonical URL), or None."""
         data = await self._read()
         entry = data["tokens"].get(resource)
         return TokenSet.from_dict(entry) if isinstance(entry, dict) else None
 
     async def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
+        """Keep `tokens` for `resource` (None deletes them)."""
         await self._update("tokens", resource, tokens.to_dict() if tokens else None)
 
     async def get_client(self, issuer: str) -> ClientInfo | None:
+        """The client registered at authorization server `issuer`, or None."""
         data = await self._read()
         entry = data["clients"].get(issuer)
         return ClientInfo.from_dict(entry) if isinstance(entry, dict) else None
 
     async def set_client(self, issuer: str, client: ClientInfo | None) -> None:
+        """Keep `client` for authorization server `issuer` (None deletes it)."""
         await self._update("clients", issuer, client.to_dict() if client else None)
 
     async def _read(self) -> dict[str, dict[str, Any]]:

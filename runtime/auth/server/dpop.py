@@ -57,7 +57,12 @@ def access_token_hash(token: str) -> str:
 
 class DPoPProofChecker:
     """Checks DPoP proofs for one resource server. `max_age` is how old (by `iat`) a proof may be,
-    `leeway` the clock skew allowed either way; a proof's `jti` is remembered for that long."""
+    `leeway` the clock skew allowed either way; a proof's `jti` is remembered for that long.
+    `algorithms` are the signature algorithms accepted.
+
+    Raises:
+        MissingExtraError: the `auth` extra is not installed.
+    """
 
     def __init__(
         self, *, algorithms: Sequence[str] = DPOP_ALGORITHMS, max_age: float = 300.0, leeway: float = 30.0
@@ -69,7 +74,12 @@ class DPoPProofChecker:
         self._seen: dict[str, float] = {}  # jti -> when it may be forgotten
 
     def check(self, proof: str, *, method: str, url: str, token: str, jkt: str) -> Mapping[str, Any]:
-        """The proof's claims, or `InvalidDPoPProof` saying what is wrong."""
+        """The claims of `proof` (a `DPoP` header's value), checked for the request `method` and
+        `url`, the access `token` it presents and `jkt`, the thumbprint the token is bound to.
+
+        Raises:
+            InvalidDPoPProof: what is wrong with the proof.
+        """
         jwt = jwt_module()
         try:
             header = jwt.get_unverified_header(proof)

@@ -66,7 +66,17 @@ class BearerAuthMiddleware:
     `verifier`. `resource` is this server's canonical URL as clients reach it (e.g.
     `https://mcp.example.com/mcp`); `authorization_servers` are the issuers clients should use.
     `scope_satisfied(granted, required)` decides whether a granted set covers a required scope
-    (default: exact membership; supply one for scope hierarchies)."""
+    (default: exact membership; supply one for scope hierarchies). The other options are
+    `ProtectedResource`'s, which builds this middleware: `scopes_supported` (advertised in the
+    metadata), `required_scopes` (needed by every request), `scopes_for_request(message)` (scopes a
+    JSON-RPC message needs besides those), `max_body_size` (the most body read to find them),
+    `resource_name` and `extra_metadata` (in the metadata document), `serve_root_metadata` (serve it
+    at the root well-known URL too), `dpop` (accept DPoP-bound tokens; None: when the `auth` extra
+    is installed) and `dpop_required` (accept nothing else).
+
+    Raises:
+        ValueError: no authorization server, or `dpop_required` without DPoP.
+    """
 
     def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
@@ -316,6 +326,6 @@ async def _send_json(
 
 
 def auth_info_from_scope(scope: Mapping[str, Any]) -> AuthInfo | None:
-    """The principal the middleware stored in an ASGI scope, if any."""
+    """The principal the middleware stored in `scope`, an ASGI scope, if any."""
     info = scope.get(AUTH_SCOPE_KEY)
     return info if isinstance(info, AuthInfo) else None

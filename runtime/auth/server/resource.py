@@ -67,7 +67,8 @@ class ProtectedResource:
         self, app: ASGIApp, *, scopes_for_request: ScopeHook | None = None, max_body_size: int | None = None
     ) -> BearerAuthMiddleware:
         """`app` behind a `BearerAuthMiddleware` with these settings; `scopes_for_request` (the
-        server's tool scopes, say) is asked besides this resource's own hook."""
+        server's tool scopes, say) is asked besides this resource's own hook; `max_body_size`, when
+        given, replaces this resource's own."""
         hooks = [hook for hook in (self.scopes_for_request, scopes_for_request) if hook is not None]
         return BearerAuthMiddleware(
             app,

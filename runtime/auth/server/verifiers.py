@@ -32,7 +32,14 @@ class TokenVerifier(Protocol):
     """Checks an access token presented to this server. Raises `InvalidToken` for a token that must
     be refused (401) and `VerifierUnavailable` when it cannot tell right now (503)."""
 
-    async def verify(self, token: str) -> AuthInfo: ...
+    async def verify(self, token: str) -> AuthInfo:
+        """Check `token`; the principal it speaks for.
+
+        Raises:
+            InvalidToken: the token must be refused (401).
+            VerifierUnavailable: the token cannot be checked right now (503).
+        """
+        ...
 
 
 def _audiences(value: object) -> tuple[str, ...]:
@@ -82,7 +89,13 @@ class JWTVerifier(_HttpUser):
     several). Keys come from `jwks` (a static JWK set) or `jwks_uri` (fetched, cached `cache_ttl`
     seconds, refetched at most every `min_refetch_interval` seconds when a token names an unknown
     key). A token's DPoP confirmation (`cnf.jkt`) comes back as `AuthInfo.dpop_jkt`, which
-    `BearerAuthMiddleware` accepts only with a matching proof."""
+    `BearerAuthMiddleware` accepts only with a matching proof. `algorithms` are the signature
+    algorithms accepted (asymmetric only), `leeway` the clock skew allowed on `exp`/`nbf`/`iat`
+    (seconds); `http_client` fetches the key set (default: one per fetch, with `timeout` seconds).
+
+    Raises:
+        ValueError: neither `jwks_uri` nor `jwks`, or a symmetric or `none` algorithm.
+    """
 
     def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
@@ -154,6 +167,12 @@ class JWTVerifier(_HttpUser):
         return usable[0] if len(usable) == 1 else None
 
     async def verify(self, token: str) -> AuthInfo:
+        """Check `token`; the principal it speaks for.
+
+        Raises:
+            InvalidToken: the token must be refused (401).
+            VerifierUnavailable: the token cannot be checked right now (503).
+        """
         jwt = jwt_module()
         try:
             header = jwt.get_unverified_header(token)
@@ -193,7 +212,13 @@ class IntrospectionVerifier(_HttpUser):
     """Verify tokens at an RFC 7662 introspection endpoint, authenticating as `client_id` with
     `client_secret` (`client_secret_basic`, or `client_secret_post` via `auth_method`). The token
     must be active, unexpired, for `audience` (refused when the response names no audience, unless
-    `require_audience=False`) and, when `issuer` is given, from that issuer."""
+    `require_audience=False`) and, when `issuer` is given, from that issuer.
+    `introspection_endpoint` is the endpoint's URL; `leeway` the clock skew allowed on `exp`
+    (seconds); `http_client` makes the requests (default: one per request, with `timeout` seconds).
+
+    Raises:
+        ValueError: `auth_method` is neither `client_secret_basic` nor `client_secret_post`.
+    """
 
     def __init__(  # noqa: PLR0913 - every keyword is a documented option
         self,
@@ -238,6 +263,12 @@ class IntrospectionVerifier(_HttpUser):
         return decode_json(body)
 
     async def verify(self, token: str) -> AuthInfo:
+        """Check `token`; the principal it speaks for.
+
+        Raises:
+            InvalidToken: the token must be refused (401).
+            VerifierUnavailable: the token cannot be checked right now (503).
+        """
         doc = await self._introspect(token)
         if not isinstance(doc, dict):
             raise VerifierUnavailable(f"introspection at {self.endpoint} returned no JSON object")

@@ -17,22 +17,24 @@ _WS = " \t"
 
 @dataclass
 class Challenge:
-    """One challenge: its scheme as sent, its parameters (names lower-cased, first occurrence wins)
-    and the token68 form, if the challenge used that instead of parameters."""
+    """One challenge: its `scheme` as sent, its `params` (names lower-cased, first occurrence wins)
+    and the `token68` form, if the challenge used that instead of parameters."""
 
     scheme: str
     params: dict[str, str] = field(default_factory=dict)
     token68: str | None = None
 
     def get(self, name: str) -> str | None:
+        """The parameter `name` (any case), or None."""
         return self.params.get(name.lower())
 
     def is_scheme(self, scheme: str) -> bool:
+        """Whether the challenge's scheme is `scheme` (compared without case)."""
         return self.scheme.lower() == scheme.lower()
 
 
 def parse_www_authenticate(values: str | Iterable[str]) -> list[Challenge]:
-    """All challenges in one or more `WWW-Authenticate` header values."""
+    """All challenges in `values`: one or more `WWW-Authenticate` header values."""
     if isinstance(values, str):
         values = [values]
     challenges: list[Challenge] = []
@@ -118,7 +120,7 @@ def _quote(value: str) -> str:
 
 
 def format_challenge(scheme: str, params: Mapping[str, str | None]) -> str:
-    """`scheme name="value", ...` with every value quoted; `None` values are left out."""
+    """`scheme name="value", ...` from `params`, with every value quoted; `None` values are left out."""
     rendered = ", ".join(f"{name}={_quote(value)}" for name, value in params.items() if value is not None)
     return f"{scheme} {rendered}" if rendered else scheme
 

@@ -19,7 +19,8 @@ class DiscoveryError(AuthError):
 class ResourceMismatchError(DiscoveryError):
     """The protected resource metadata names a resource that is not the server being accessed.
 
-    Raised before any authorization request is made (RFC 9728 §3.3, RFC 8707)."""
+    Raised before any authorization request is made (RFC 9728 §3.3, RFC 8707). Besides the
+    `message`: `resource`, the resource the metadata names, and `server_url`, the server accessed."""
 
     def __init__(self, message: str, *, resource: str, server_url: str) -> None:
         super().__init__(message)
@@ -29,7 +30,8 @@ class ResourceMismatchError(DiscoveryError):
 
 class IssuerMismatchError(DiscoveryError):
     """Authorization server metadata whose `issuer` differs from the issuer it was looked up for
-    (RFC 8414 §3.3): the document is not used."""
+    (RFC 8414 §3.3): the document is not used. Besides the `message`: `expected`, the issuer
+    looked up, and `found`, the document's `issuer` value."""
 
     def __init__(self, message: str, *, expected: str, found: object) -> None:
         super().__init__(message)
@@ -41,7 +43,8 @@ class InsecureEndpointError(DiscoveryError):
     """An endpoint authorization would use (the MCP server, the issuer, its token, authorization or
     registration endpoint) is plain `http://` on a host that is not loopback: tokens, codes and
     client secrets would cross the network in clear (OAuth 2.1 §1.5). Nothing is sent to it.
-    `allow_insecure_http=True` on the flow lifts the check, for a test deployment."""
+    `allow_insecure_http=True` on the flow lifts the check, for a test deployment. Besides the
+    `message`: `url`, the endpoint refused."""
 
     def __init__(self, message: str, *, url: str) -> None:
         super().__init__(message)
@@ -64,7 +67,8 @@ class AuthorizationResponseError(AuthError):
     `reason` is one of `iss_mismatch`, `iss_missing`, `state_mismatch`, `error` (the authorization
     server reported `error`; `error` and `error_description` are then set, and only then: an error
     response whose `iss` did not validate is never surfaced), `no_code`, or `no_response` (the user
-    agent never came back: timeout, or the server did not redirect to the redirect URI)."""
+    agent never came back: timeout, or the server did not redirect to the redirect URI). The
+    `message` says it for people."""
 
     def __init__(
         self, message: str, *, reason: str, error: str | None = None, error_description: str | None = None
@@ -78,7 +82,9 @@ class AuthorizationResponseError(AuthError):
 class TokenRequestError(AuthError):
     """The token endpoint (or an identity provider's, for a token exchange) refused a request.
 
-    `error` is the OAuth error code (`invalid_grant`, `invalid_client`, ...) when the response had one."""
+    `status` is the HTTP status of the refusal; `error` the OAuth error code (`invalid_grant`,
+    `invalid_client`, ...) and `error_description` its description, when the response had them;
+    the `message` says it for people."""
 
     def __init__(
         self, message: str, *, status: int, error: str | None = None, error_description: str | None = None
@@ -91,7 +97,8 @@ class TokenRequestError(AuthError):
 
 class AuthorizationLimitExceeded(AuthError):
     """The server kept refusing the request (401, or 403 `insufficient_scope`) after the allowed number
-    of authorization attempts for it. `scopes` is what the last challenge asked for."""
+    of authorization attempts for it. `status` is the last refusal's HTTP status, `scopes` what the
+    last challenge asked for, and the `message` says it for people."""
 
     def __init__(self, message: str, *, status: int, scopes: tuple[str, ...]) -> None:
         super().__init__(message)

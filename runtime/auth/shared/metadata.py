@@ -31,13 +31,22 @@ class ProtectedResourceMetadata:
     """An RFC 9728 document. `url` is where it was fetched from."""
 
     resource: str
+    """The protected resource's identifier (the MCP server's URL)."""
     authorization_servers: tuple[str, ...]
+    """The issuers of the authorization servers the resource accepts tokens from."""
     scopes_supported: tuple[str, ...] | None = None
+    """The scopes the resource knows (None: not said)."""
     url: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """The whole document."""
 
     @classmethod
     def from_document(cls, doc: object, *, url: str) -> ProtectedResourceMetadata:
+        """Validate `doc`, a document fetched from `url`.
+
+        Raises:
+            DiscoveryError: not a JSON object, or no `resource` or `authorization_servers`.
+        """
         if not isinstance(doc, dict):
             raise DiscoveryError(f"protected resource metadata at {url} is not a JSON object")
         resource = doc.get("resource")
@@ -59,7 +68,16 @@ class ProtectedResourceMetadata:
 @dataclass(frozen=True)
 class AuthorizationServerMetadata:
     """The fields of RFC 8414 / OIDC metadata the client uses. `legacy_defaults` marks the
-    2025-03-26 fallback (no metadata at all; endpoints at fixed paths of the server's origin)."""
+    2025-03-26 fallback (no metadata at all; endpoints at fixed paths of the server's origin).
+
+    Each field is the document's field of the same name (None: the document does not have it),
+    except `iss_parameter_supported` (`authorization_response_iss_parameter_supported`), `url`
+    (where the document was fetched from) and `raw` (the whole document): `issuer`,
+    `token_endpoint`, `authorization_endpoint`, `registration_endpoint`, `revocation_endpoint`,
+    `scopes_supported`, `grant_types_supported`, `code_challenge_methods_supported`,
+    `token_endpoint_auth_methods_supported`, `client_id_metadata_document_supported` and
+    `dpop_signing_alg_values_supported`.
+    """
 
     issuer: str
     token_endpoint: str
@@ -79,8 +97,14 @@ class AuthorizationServerMetadata:
 
     @classmethod
     def from_document(cls, doc: object, *, url: str, accepted_issuers: tuple[str, ...]) -> AuthorizationServerMetadata:
-        """Validate a fetched document. Its `issuer` must be identical (simple string comparison) to
-        one of `accepted_issuers` (the issuer the well-known URL was built from), else it is rejected."""
+        """Validate `doc`, a document fetched from `url`. Its `issuer` must be identical (simple string
+        comparison) to one of `accepted_issuers` (the issuer the well-known URL was built from), else it
+        is rejected.
+
+        Raises:
+            IssuerMismatchError: the document's `issuer` is not one of `accepted_issuers`.
+            DiscoveryError: not a JSON object, or no `token_endpoint`.
+        """
         if not isinstance(doc, dict):
             raise DiscoveryError(f"authorization server metadata at {url} is not a JSON object")
         issuer = doc.get("issuer")
@@ -117,7 +141,7 @@ class AuthorizationServerMetadata:
 
     @classmethod
     def legacy_default(cls, base: str) -> AuthorizationServerMetadata:
-        """The 2025-03-26 fallback endpoints (`/authorize`, `/token`, `/register` at the server's origin)."""
+        """The 2025-03-26 fallback endpoints (`/authorize`, `/token`, `/register` under `base`, the server's origin)."""
         return cls(
             issuer=base,
             token_endpoint=f"{base}/token",
@@ -134,6 +158,7 @@ class AuthorizationServerMetadata:
         return [(name, url) for name in named if (url := getattr(self, name)) is not None]
 
     def supports_scope(self, scope: str) -> bool:
+        """Whether `scope` is in the document's `scopes_supported`."""
         return scope in (self.scopes_supported or ())
 
 

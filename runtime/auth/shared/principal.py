@@ -16,6 +16,8 @@ from ._util import now
 from .errors import InvalidToken
 
 AUTH_SCOPE_KEY = "mcpgen.auth"
+"""The ASGI scope key under which an authentication middleware puts the request's `AuthInfo`
+(what the HTTP app hands handlers as `ctx.auth`)."""
 MESSAGE_SCOPE_KEY = "mcpgen.message"  # (body bytes, `protocol.wire.decode(body)`)
 
 
@@ -49,10 +51,12 @@ class AuthInfo:
         return f"{self.issuer or ''}#{who}"
 
     def has_scopes(self, required: Iterable[str]) -> bool:
+        """Whether the token grants every scope of `required`."""
         return set(required) <= self.scopes
 
     @property
     def expired(self) -> bool:
+        """Whether the token has expired (False when its expiry is unknown)."""
         return self.expires_at is not None and now() >= self.expires_at
 
 

@@ -43,7 +43,13 @@ def jwt_available() -> bool:
 
 
 class SigningKey:
-    """A private key and the JWS algorithm it signs with (`ES256` by default)."""
+    """A private key and the JWS algorithm it signs with (`ES256` by default).
+
+    Args:
+        private_key: a `cryptography` private key (elliptic-curve or RSA, matching `algorithm`).
+        algorithm: the JWS algorithm (`ES256`, `ES384`, `ES512`, `RS256`, ...).
+        kid: the key id put in the header of what it signs (none by default).
+    """
 
     def __init__(self, private_key: Any, algorithm: str = "ES256", *, kid: str | None = None) -> None:
         self.private_key = private_key
@@ -52,7 +58,12 @@ class SigningKey:
 
     @classmethod
     def generate(cls, algorithm: str = "ES256") -> SigningKey:
-        """A fresh elliptic-curve key for ES256, ES384 or ES512."""
+        """A fresh elliptic-curve key for `algorithm`: ES256, ES384 or ES512.
+
+        Raises:
+            ValueError: another algorithm.
+            MissingExtraError: the `auth` extra is not installed.
+        """
         jwt_module()
         from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -64,7 +75,14 @@ class SigningKey:
 
     @classmethod
     def from_pem(cls, pem: str | bytes, algorithm: str = "ES256", *, kid: str | None = None) -> SigningKey:
-        """A PKCS#8 (or traditional) PEM private key, unencrypted."""
+        """A key from `pem`, a PKCS#8 (or traditional) PEM private key, unencrypted, to sign
+        with `algorithm` under the key id `kid`.
+
+        Raises:
+            ValueError: `pem` is not a readable PEM private key.
+            TypeError: the key is encrypted.
+            MissingExtraError: the `auth` extra is not installed.
+        """
         jwt_module()
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -83,6 +101,11 @@ class SigningKey:
         return jwk_thumbprint(self.public_jwk())
 
     def sign(self, claims: dict[str, Any], headers: dict[str, Any] | None = None) -> str:
+        """A compact JWS of `claims`, with the extra JOSE `headers` (and `kid`, when the key has one).
+
+        Raises:
+            MissingExtraError: the `auth` extra is not installed.
+        """
         jwt = jwt_module()
         extra = dict(headers or {})
         if self.kid and "kid" not in extra and "jwk" not in extra:
@@ -125,7 +148,11 @@ def _origin_key(url: str) -> str:
 
 class DPoPProofs:
     """Builds DPoP proofs with one key and remembers the nonce each server last handed out
-    (RFC 9449 §8, §9): authorization server and resource server nonces are kept apart by origin."""
+    (RFC 9449 §8, §9): authorization server and resource server nonces are kept apart by origin.
+
+    Args:
+        key: the key proofs are signed with (default: a new ES256 key, made when first needed).
+    """
 
     def __init__(self, key: SigningKey | None = None) -> None:
         self._key = key
@@ -133,17 +160,25 @@ class DPoPProofs:
 
     @property
     def key(self) -> SigningKey:
+        """The key proofs are signed with."""
         if self._key is None:
             self._key = SigningKey.generate("ES256")
         return self._key
 
     @property
     def jkt(self) -> str:
+        """The key's RFC 7638 thumbprint: what a DPoP-bound token is bound to."""
         return self.key.thumbprint()
 
     def proof(self, method: str, url: str, *, access_token: str | None = None) -> str:
         """A fresh proof for one request: `htm`, `htu` (no query or fragment), `iat`, a unique `jti`,
-        `ath` when presenting an access token, and the server's current nonce if it gave one."""
+        `ath` when presenting an access token, and the server's current nonce if it gave one.
+
+        Args:
+            method: the request's HTTP method.
+            url: the request's URL.
+            access_token: the token the request presents (None: a token request).
+        """
         claims: dict[str, Any] = {
             "jti": secrets.token_urlsafe(16),
             "htm": method.upper(),
@@ -159,7 +194,7 @@ class DPoPProofs:
         return self.key.sign(claims, headers)
 
     def note_nonce(self, url: str, nonce: str | None) -> bool:
-        """Remember a `DPoP-Nonce` from a response of `url`'s server; True when it is new."""
+        """Remember `nonce`, a `DPoP-Nonce` from a response of `url`'s server; True when it is new."""
         if not nonce:
             return False
         key = _origin_key(url)
@@ -168,4 +203,5 @@ class DPoPProofs:
         return changed
 
     def nonce_for(self, url: str) -> str | None:
+        """The nonce `url`'s server last handed out (None: none yet)."""
         return self._nonces.get(_origin_key(url))

@@ -52,6 +52,10 @@ class TaskCancelled(McpRuntimeError):
 class TaskState:
     """A task as the server last described it (either design).
 
+    `task_id` names it; `status` is `working`, `input_required`, `completed`, `failed` or
+    `cancelled`, and `status_message` may say more; `created_at` and `last_updated_at` are the
+    server's ISO 8601 timestamps; `ttl_ms` is how long the server keeps the task after it was
+    made (None: no limit said) and `poll_interval_ms` how often it suggests polling.
     `input_requests` (the extension) are the requests still waiting for an answer, by key;
     `result` the tool's result object of a completed task and `error` the JSON-RPC error object
     of a failed one (the extension inlines them; for the handshake era's tasks they come from
@@ -76,7 +80,11 @@ class TaskState:
 
     @classmethod
     def from_wire(cls, raw: Any) -> TaskState:
-        """A task object of either design (`ttlMs`/`ttl`, `pollIntervalMs`/`pollInterval`)."""
+        """Read `raw`, a task object of either design (`ttlMs`/`ttl`, `pollIntervalMs`/`pollInterval`).
+
+        Raises:
+            TypeError: `raw` is not a task object.
+        """
         data = wire.to_wire(raw)
         if not isinstance(data, dict):
             raise TypeError(f"not a task: {data!r}")
@@ -102,7 +110,11 @@ StatusCallback = Callable[[TaskState], Awaitable[Any] | Any]
 
 
 class ToolTask:
-    """A tool call running as a task on the server (see the module docstring)."""
+    """A tool call running as a task on the server: what `Client.call_tool(..., wait=False)`
+    returns for a call the server runs as a task. Wait for it (`result()`, `wait()`), poll it
+    (`status()`), answer its input requests (`answer()`) or cancel it (`cancel()`). The client's
+    `tasks` side makes it; code does not.
+    """
 
     def __init__(self, tasks: ClientTasks, tool: str, state: TaskState, *, extension: bool) -> None:
         self._tasks = tasks
@@ -136,13 +148,17 @@ class ToolTask:
         await self._tasks.cancel(self)
 
     async def answer(self, responses: Mapping[str, Any]) -> None:
-        """Answer some of the task's input requests yourself, by key (`tasks/update`; the tasks
-        extension only: the handshake era's tasks are answered through `result()`)."""
+        """Answer some of the task's input requests yourself (`tasks/update`; the tasks
+        extension only: the handshake era's tasks are answered through `result()`).
+
+        Args:
+            responses: an answer per key of `state.input_requests`.
+        """
         await self._tasks.update(self, responses)
         self._answered.update(responses)
 
     def notified(self, state: TaskState) -> None:
-        """The server announced the task's state (a status notification)."""
+        """The server announced the task's `state` (a status notification)."""
         self._notified = state
         self._poked.set()
 
@@ -160,8 +176,14 @@ class ToolTask:
         return await self._wait(on_status, False)
 
     async def result(self, *, on_status: StatusCallback | None = None, listen: bool = True) -> CallToolResult:
-        """Wait for the task (see `wait`) and give its outcome as the call's own: the tool's
-        result, its JSON-RPC error raised (`McpError`), or `TaskCancelled`."""
+        """Wait for the task (see `wait`, which takes the same `on_status` and `listen`) and give
+        its outcome as the call's own: the tool's result, its JSON-RPC error raised (`McpError`),
+        or `TaskCancelled`.
+
+        Raises:
+            McpError: the task failed (the tool's JSON-RPC error).
+            TaskCancelled: the task was cancelled.
+        """
         if not self.extension:
             return await self._tasks.legacy_result(self, on_status)
         state = await self.wait(on_status=on_status, listen=listen)

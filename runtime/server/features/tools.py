@@ -40,7 +40,15 @@ HEADER_KEYWORD = "x-mcp-header"
 
 def mcp_header(name: str, **field_options: Any) -> Any:
     """Mark a tool parameter to be mirrored into the `Mcp-Param-{name}` HTTP header:
-    `region: Annotated[str, mcp_header("Region")]` (strings, integers and booleans only)."""
+    `region: Annotated[str, mcp_header("Region")]` (strings, integers and booleans only).
+
+    Args:
+        name: the header's name, after `Mcp-Param-`.
+        **field_options: passed on to `pydantic.Field` (a description, bounds, ...).
+
+    Returns:
+        The pydantic field, for `Annotated`.
+    """
     return pydantic.Field(json_schema_extra={HEADER_KEYWORD: name}, **field_options)
 
 
