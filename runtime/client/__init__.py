@@ -172,6 +172,7 @@ class Client(TypedCalls):
         if tasks:
             self.extensions.setdefault(TASKS_EXTENSION, {})  # the extension's opt-in, on every request
         self.tasks = ClientTasks(self, tasks)
+        """The client's side of tasks (`attach(task_id)` takes a task up again by its id)."""
         self.log_level = log_level
         self.timeouts = options.timeouts
         self.limits = options.limits
@@ -182,10 +183,14 @@ class Client(TypedCalls):
         self.requests = RequestPipeline(self)
         self._session: ClientSession | None = None
         self.server_info: dict[str, Any] | None = None
+        """The server's name, version (and title) as it gave them when connecting."""
         self.server_capabilities: dict[str, Any] | None = None
+        """What the server offers, as it said when connecting (`tools`, `resources`, ...)."""
         self.instructions: str | None = None
+        """The server's instructions for the model, if it gave any."""
         self._stack: AsyncExitStack | None = None
         self.last_bad_frames = 0  # non-JSON lines the server wrote on the last connection
+        """How many lines that were not JSON-RPC the server wrote on the last connection (stdio)."""
 
     # -- state -----------------------------------------------------------------------------------
 

@@ -115,7 +115,9 @@ class Server:
         self.eras = Eras(self.registry)
         self.serving = serving(self.eras)
         self.versions = self.registry.check_versions(versions)
+        """The protocol versions served, oldest first."""
         self.info: dict[str, Any] = {"name": name, "version": version}
+        """What the server tells clients about itself: `name`, `version` (and `title`)."""
         if title:
             self.info["title"] = title
         self.instructions = instructions
@@ -130,19 +132,28 @@ class Server:
         self.cursors = CursorSealer(options.sealing.cursor_secret)
         self.sealer = StateSealer(options.sealing.keys, options.sealing.ttl_seconds, options.sealing.seal_request_state)
         self.tools: FeatureSet[ToolDef] = FeatureSet("tools", self._changed)
+        """The registered tools, by name, in registration order (a read-only mapping)."""
         self.prompts: FeatureSet[PromptDef] = FeatureSet("prompts", self._changed)
+        """The registered prompts, by name."""
         self.resources: FeatureSet[ResourceDef] = FeatureSet("resources", self._changed)
+        """The registered static resources, by URI."""
         self.templates: FeatureSet[TemplateDef] = FeatureSet("resources", self._changed)
+        """The registered resource templates, by template."""
         self.completion_handler: Callable[..., Any] | None = None
         self.extensions: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {
             method: functools.partial(fn, self) for method, fn in builtin.BUILTIN.items()
         }
         self.on_roots_changed: Callable[[ServerSession], Any] | None = None
+        """Called with the session when a handshake-era client says its roots changed."""
         self.sessions: set[ServerSession] = set()
         self.listening: set[ListenStream] = set()
         self.bus: ChangeBus = LocalBus()  # a shared bus (redis_bus.RedisBus) spreads changes across processes
+        """Where change notifications go: this process (the default), or every process of a
+        deployment with a shared bus (`redis_bus.RedisBus`)."""
         self.http_auth: ProtectedResource | None = None  # what `http_app()` applies when given no `auth`
+        """The OAuth protection `http_app()` applies when given no `auth` (and so `mcpgen serve` and
+        the worker app factory)."""
         self.tasks = TaskManager(self, tasks)  # tool calls that run as tasks (`task_support=`)
         self.handlers.update(self.tasks.handlers())
         self._extension_ids: frozenset[str] = frozenset()

@@ -125,21 +125,17 @@ class TokenStorage(Protocol):
 
     async def get_tokens(self, resource: str) -> TokenSet | None:
         """The tokens kept for `resource` (the MCP server's canonical URL), or None."""
-        """The tokens kept for `resource` (the MCP server's canonical URL), or None."""
         ...
 
     async def set_tokens(self, resource: str, tokens: TokenSet | None) -> None:
-        """Keep `tokens` for `resource` (None deletes them)."""
         """Keep `tokens` for `resource` (None deletes them)."""
         ...
 
     async def get_client(self, issuer: str) -> ClientInfo | None:
         """The client registered at authorization server `issuer`, or None."""
-        """The client registered at authorization server `issuer`, or None."""
         ...
 
     async def set_client(self, issuer: str, client: ClientInfo | None) -> None:
-        """Keep `client` for authorization server `issuer` (None deletes it)."""
         """Keep `client` for authorization server `issuer` (None deletes it)."""
         ...
 
