@@ -37,6 +37,7 @@ def page_id(path: Path) -> str:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "examples").symlink_to(REPO / "examples")  # the pages run the repository's example servers
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
