@@ -172,7 +172,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
     norm = normalize(fixed)
     protocol = build_protocol(norm, load_overlay(data_dir))
     source = f"{version}/schema.json (sha256 {doc.sha256[:12]})"
-    raw_models, defined = emit_models_and_names(norm)
+    raw_models, defined = emit_models_and_names(norm, protocol.message_defs())
     models = black_format(raw_models, f"{version} models")
     methods = black_format(render("methods.py.jinja2", p=protocol, source=source), f"{version} methods")
     init = black_format(render("version_init.py.jinja2", p=protocol), f"{version} __init__")

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import typed_dicts
 from .errors import GenerationError
 from .normalize import Normalized
 
@@ -118,13 +119,16 @@ def _drop_property_names(node: Any) -> None:
             _drop_property_names(value)
 
 
-def emit_models(norm: Normalized) -> str:
+def emit_models(norm: Normalized, messages: frozenset[str] = frozenset()) -> str:
     """Generate `models.py` source for one version (formatted later by the caller, with black)."""
-    return emit_models_and_names(norm)[0]
+    return emit_models_and_names(norm, messages)[0]
 
 
-def emit_models_and_names(norm: Normalized) -> tuple[str, set[str]]:
-    """`models.py` source for one version, and the names it defines at module level."""
+def emit_models_and_names(norm: Normalized, messages: frozenset[str] = frozenset()) -> tuple[str, set[str]]:
+    """`models.py` source for one version, and the names it defines at module level.
+
+    `messages` are the defs the method tables name (messages, params, results): they stay models
+    whatever their shape (see `typed_dicts`)."""
     import warnings
 
     from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate  # type: ignore[attr-defined]
@@ -178,7 +182,8 @@ def emit_models_and_names(norm: Normalized) -> tuple[str, set[str]]:
         raise GenerationError(f"datamodel-code-generator failed: {exc}", file=norm.doc.file) from exc
     if not isinstance(code, str):
         raise GenerationError("datamodel-code-generator returned several modules; expected one", file=norm.doc.file)
-    return tidy(code)
+    chosen = typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of))
+    return tidy(typed_dicts.convert(code, chosen))
 
 
 def tidy(code: str) -> tuple[str, set[str]]:
