@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 from .errors import GenerationError
 from .fixes import FixReport, apply_fixes, load_rules
 from .ir import Protocol, build_protocol
-from .loader import SchemaDocument, check_version_string, load_schema, load_schema_file, parse_schema_bytes
+from .loader import (
+    SchemaDocument,
+    check_version_string,
+    load_schema,
+    load_schema_file,
+    missing_schema,
+    parse_schema_bytes,
+)
 from .normalize import normalize
 from .overlay import load_overlay
 from .versioning import module_name, sort_versions
@@ -54,6 +61,7 @@ class VersionBuild:
     warnings: list[str]
     seconds: float
     errors: dict[str, int] = field(default_factory=dict)  # schema error def name -> JSON-RPC code
+    unmatched_fixes: list[str] = field(default_factory=list)  # ids of the fix rules that matched nothing
 
 
 @dataclass
@@ -63,6 +71,7 @@ class VersionOutcome:
     fix_lines: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    unmatched_fixes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -185,6 +194,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         closure=[name for name in protocol.result_closure() if name in defined],
         defined=sorted(defined),
         fix_lines=_fix_lines(report),
+        unmatched_fixes=[rule.id for rule in report.unmatched],
         warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
         errors={e.name: e.code for e in protocol.errors},
@@ -272,6 +282,7 @@ class _Options:
     jobs: int | None = None
     pins: dict[str, str] | None = None
     repin_hint: str = "mcpgen sync --update-pins"
+    verbose: bool = False
 
 
 def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests) pass these by keyword
@@ -286,6 +297,7 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     pins: dict[str, str] | None = None,
     repin_hint: str = "mcpgen sync --update-pins",
     progress: Callable[[str], None] | None = None,
+    verbose: bool = False,
 ) -> GenerateReport:
     """Generate `versions` from `schema_dir` into `out`.
 
@@ -293,7 +305,7 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     generating every pinned version). Unchanged versions are skipped unless `force`. `pins`
     (version -> sha256) refuses a schema file that differs from its pin, and a version it does
     not pin; `None` checks nothing. `progress` is called with a line as work starts and as each
-    version is done.
+    version is done (with `verbose`, also with every fix rule's outcome).
 
     Three stages: plan (which versions need building, refusing bad input before any work),
     build (in this process or in worker processes), write (version packages, pruning, the
@@ -301,9 +313,9 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     """
     say = progress or (lambda line: None)
     started = time.perf_counter()
-    options = _Options(prune=prune, force=force, jobs=jobs, pins=pins, repin_hint=repin_hint)
+    options = _Options(prune=prune, force=force, jobs=jobs, pins=pins, repin_hint=repin_hint, verbose=verbose)
     plan = _plan(schema_dir, out, versions, data_dir, options)
-    builds = _build_all(schema_dir, data_dir, plan.todo, options.jobs, say)
+    builds = _build_all(schema_dir, data_dir, plan.todo, options, say)
     outcomes, entries = _write_versions(out, plan, builds)
     removed = _prune(out, entries, keep=plan.versions) if options.prune else []
     shared_entry, shared_changed = _write_shared(out, plan, entries, force=options.force)
@@ -338,7 +350,7 @@ def _pinned_schema_bytes(schema_path: Path, version: str, options: _Options) -> 
     """The schema file's bytes, refusing a missing file and, with pins, one that is not pinned
     or differs from its pin."""
     if not schema_path.is_file():
-        raise GenerationError(f"no schema for version {version} (expected {schema_path})", file=schema_path)
+        raise missing_schema(schema_path.parent.parent, version)
     raw = schema_path.read_bytes()
     if options.pins is None:
         return raw
@@ -388,7 +400,7 @@ def _worker_count(todo: int, jobs: int | None) -> int:
 
 
 def _build_all(
-    schema_dir: Path, data_dir: Path, todo: list[str], jobs: int | None, say: Callable[[str], None]
+    schema_dir: Path, data_dir: Path, todo: list[str], options: _Options, say: Callable[[str], None]
 ) -> dict[str, VersionBuild]:
     """Build the `todo` versions, in this process or (several versions, `jobs` not 1) also in
     worker processes; says each one as it is done."""
@@ -398,9 +410,9 @@ def _build_all(
 
     def done(b: VersionBuild) -> None:
         builds[b.version] = b
-        _announce(b, say)
+        _announce(b, say, options.verbose)
 
-    workers = _worker_count(len(todo), jobs)
+    workers = _worker_count(len(todo), options.jobs)
     say(f"generating {', '.join(todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
     if workers == 1:
         for v in todo:
@@ -425,9 +437,10 @@ def _build_in_pool(
             done(fut.result())
 
 
-def _announce(b: VersionBuild, say: Callable[[str], None]) -> None:
-    say(f"{b.version}: generated in {b.seconds:.2f}s")
-    for line in b.fix_lines:
+def _announce(b: VersionBuild, say: Callable[[str], None], verbose: bool) -> None:
+    applied = len(b.fix_lines) - len(b.unmatched_fixes)
+    say(f"{b.version}: generated in {b.seconds:.2f}s" + (f" ({applied} schema fixes applied)" if applied else ""))
+    for line in b.fix_lines if verbose else []:
         say("  " + line)
     for warning in b.warnings:
         say("  warning: " + warning)
@@ -451,7 +464,7 @@ def _write_versions(
             outcomes.append(VersionOutcome(v, "unchanged", fixes, warnings))
         else:
             entries[v] = _write_version(out, b, plan.keys[v])
-            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
+            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds, b.unmatched_fixes))
     return outcomes, entries
 
 

@@ -183,7 +183,79 @@ def emit_models_and_names(norm: Normalized, messages: frozenset[str] = frozenset
     if not isinstance(code, str):
         raise GenerationError("datamodel-code-generator returned several modules; expected one", file=norm.doc.file)
     chosen = typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of))
-    return tidy(typed_dicts.convert(code, chosen))
+    return tidy(dump_maps_as_sent(typed_dicts.convert(code, chosen)))
+
+
+def _alias_value(node: ast.stmt) -> ast.expr | None:
+    """`V` of a module-level `X = TypeAliasType("X", V)`."""
+    if (
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "TypeAliasType"
+        and len(node.value.args) == 2
+    ):
+        return node.value.args[1]
+    return None
+
+
+def dump_maps_as_sent(code: str) -> str:
+    """Give every named map of models (`X = TypeAliasType("X", dict[str, M])`, where `M` is a
+    model or an alias of models) the serializer that writes its models as sent (`dump_as_sent` of
+    the tree's base), so a `TypeAdapter` dump of the map writes no unset field. Found by AST."""
+    tree = ast.parse(code)
+    models = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "MCPModel" for b in node.bases)
+    }
+    aliases = {
+        node.targets[0].id: value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and (value := _alias_value(node))
+    }
+
+    def of_models(expr: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Is every value `expr` stands for a model (a model, an alias of one, a union of them)?"""
+        if isinstance(expr, ast.Name):
+            if expr.id in models:
+                return True
+            return expr.id in aliases and expr.id not in seen and of_models(aliases[expr.id], seen | {expr.id})
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
+            return of_models(expr.left, seen) and of_models(expr.right, seen)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id == "Annotated":
+            return isinstance(expr.slice, ast.Tuple) and of_models(expr.slice.elts[0], seen)
+        return False
+
+    lines = code.splitlines(keepends=True)
+    edits: list[tuple[ast.expr, str]] = []
+    for value in aliases.values():
+        if (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "dict"
+            and isinstance(value.slice, ast.Tuple)
+            and len(value.slice.elts) == 2
+            and of_models(value.slice.elts[1])
+        ):
+            edits.append((value, f"Annotated[{ast.unparse(value)}, WrapSerializer(dump_as_sent)]"))
+    if not edits:
+        return code
+    for value, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        assert value.end_lineno is not None and value.end_col_offset is not None
+        start, end = value.lineno - 1, value.end_lineno - 1
+        head, tail = lines[start][: value.col_offset], lines[end][value.end_col_offset :]
+        lines[start : end + 1] = [head + text + tail]
+    have = {(n.module, a.asname or a.name) for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    needed = {"_base": "dump_as_sent", "pydantic": "WrapSerializer", "typing": "Annotated"}
+    imports = "".join(
+        f"from {'..' if module == '_base' else ''}{module} import {name}\n"
+        for module, name in needed.items()
+        if (module, name) not in have
+    )
+    first = next(n.lineno for n in tree.body if isinstance(n, ast.ImportFrom))
+    lines.insert(first - 1, imports)
+    return "".join(lines)
 
 
 def tidy(code: str) -> tuple[str, set[str]]:
