@@ -99,7 +99,45 @@ def choose(defs: dict[str, Any], messages: set[str], validated: set[str]) -> dic
         if wire_keyed or option_set:
             nullable = frozenset(key for key, schema in props.items() if _nullable(schema))
             chosen[name] = TypedDictDef(required, nullable, closed)
-    return chosen
+    # Plain data all the way down: a TypedDict holding a model would hand its readers a tree of
+    # dicts and models mixed (`to_wire` of the dict leaves the models inside as they are).
+    while True:
+        mixed = {name for name in chosen if any(_holds_model(defs, ref, chosen) for ref in _refs(defs[name]))}
+        if not mixed:
+            return chosen
+        for name in mixed:
+            del chosen[name]
+
+
+def _refs(node: Any) -> set[str]:
+    """The defs a schema refers to directly."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            found.add(ref_name(ref))
+        for key, value in node.items():
+            if key not in ("const", "enum", "default", "examples"):
+                found |= _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _refs(value)
+    return found
+
+
+def _holds_model(
+    defs: dict[str, Any], name: str, chosen: dict[str, TypedDictDef], seen: frozenset[str] = frozenset()
+) -> bool:
+    """Does a value of def `name` hold a model: is it, or does a union or alias it stands for
+    reach, an object def that is not chosen?"""
+    if name in chosen or name in seen:
+        return False
+    node = defs.get(name)
+    if not isinstance(node, dict):
+        return False
+    if isinstance(node.get("properties"), dict) and node["properties"]:
+        return True
+    return any(_holds_model(defs, ref, chosen, seen | {name}) for ref in _refs(node))
 
 
 def _is_identifier(key: str) -> bool:
