@@ -127,10 +127,12 @@ def init(schema_dir: Path | None, force: bool, with_data: bool) -> None:
     try:
         pins = read_pins(PACKAGED_DATA)
         extensions = read_extension_pins(PACKAGED_DATA)
+        root.mkdir(parents=True, exist_ok=True)
+        write_pins(root, pins, extensions)
     except PinError as exc:
         _fail(exc)
-    root.mkdir(parents=True, exist_ok=True)
-    write_pins(root, pins, extensions)
+    except OSError as exc:
+        _fail(f"cannot write {_shown(target)}: {exc.strerror or exc}")
     pinned = ", ".join(p.version for p in pins)
     if extensions:
         pinned += f"; extensions {', '.join(e.id for e in extensions)}"
@@ -190,6 +192,12 @@ def sync(  # noqa: PLR0913 - one parameter per command-line option
     from .sync import RAW_BASE
     from .sync import sync as do_sync
 
+    if source is not None and not source.strip():
+        raise click.BadParameter(
+            "is empty: give a folder or base URL laid out as SOURCE/<version>/schema.json, "
+            "or leave it out to fetch each pin from its repository",
+            param_hint="'--from' / MCPGEN_SCHEMA_SOURCE",
+        )
     root = schema_dir or _project().schema_dir
     base = ["mcpgen", "sync"]
     if source:
@@ -250,9 +258,12 @@ def _require_toolchain() -> None:
 @click.option("--version", "versions", multiple=True, help="Generate this version (repeatable); default: every pin.")
 @data_dir_option
 @click.option("--force", is_flag=True, help="Regenerate even when nothing changed.")
-@click.option("--jobs", type=int, default=None, help="Worker processes (default: one per CPU).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per CPU).")
 @click.option("--no-pin-check", is_flag=True, help="Generate from schema files without checking them against pins.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+@click.option(
+    "--verbose", "-v", is_flag=True, help="Also say where each schema fix applied, or that it matched nothing."
+)
 def generate(  # noqa: PLR0913 - one parameter per command-line option
     schema_dir: Path | None,
     out: Path | None,
@@ -262,10 +273,13 @@ def generate(  # noqa: PLR0913 - one parameter per command-line option
     jobs: int | None,
     no_pin_check: bool,
     quiet: bool,
+    verbose: bool,
 ) -> None:
     """Generate models and dispatch tables for every pinned version (or the --version ones).
 
-    Prints a line as each version is done; prints nothing when nothing changed.
+    Says on stderr as each version is done (with -v, also where each schema fix applied or that
+    it matched nothing, which a fix meant for other versions does); says nothing when nothing
+    changed.
     """
     _require_toolchain()
     from .generate import generate as do_generate
@@ -305,15 +319,22 @@ def generate(  # noqa: PLR0913 - one parameter per command-line option
             jobs=jobs,
             pins=pins,
             repin_hint=repin,
-            progress=None if quiet else click.echo,
+            progress=None if quiet else _say,
+            verbose=verbose,
         )
     except (PinError, GenerationError) as exc:
         _fail(exc)
+    if quiet:
+        return
     if report.changed:
-        if not quiet:
-            for v in report.removed:
-                click.echo(f"removed {v} (no longer pinned)")
-        click.echo(report.summary())
+        for v in report.removed:
+            _say(f"removed {v} (no longer pinned)")
+        _say(report.summary())
+
+
+def _say(line: str) -> None:
+    """Progress and notes go to stderr: stdout is for what a command was asked to print."""
+    click.echo(line, err=True)
 
 
 # -- methods and diff -------------------------------------------------------------------------

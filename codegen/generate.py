@@ -28,7 +28,14 @@ from .errors import GenerationError
 from .extension import ExtensionProtocol, build_extension
 from .fixes import FixReport, apply_fixes, load_rules
 from .ir import Protocol, build_protocol
-from .loader import SchemaDocument, check_version_string, load_schema, load_schema_file, parse_schema_bytes
+from .loader import (
+    SchemaDocument,
+    check_version_string,
+    load_schema,
+    load_schema_file,
+    missing_schema,
+    parse_schema_bytes,
+)
 from .normalize import Normalized, normalize
 from .overlay import Overlay, load_overlay
 from .sync import ExtensionPin, extension_file
@@ -67,6 +74,7 @@ class VersionBuild:
     warnings: list[str]
     seconds: float
     errors: dict[str, int] = field(default_factory=dict)  # schema error def name -> JSON-RPC code
+    unmatched_fixes: list[str] = field(default_factory=list)  # ids of the fix rules that matched nothing
 
 
 @dataclass
@@ -81,6 +89,7 @@ class ExtensionBuild:
     report: list[str]  # reuse, removes, augments (`ExtensionProtocol.report_lines`)
     warnings: list[str]
     seconds: float
+    unmatched_fixes: list[str] = field(default_factory=list)  # ids of the fix rules that matched nothing
 
     @property
     def label(self) -> str:
@@ -103,6 +112,7 @@ class VersionOutcome:
     fix_lines: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    unmatched_fixes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -217,7 +227,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
     norm = normalize(fixed)
     protocol = build_protocol(norm, load_overlay(data_dir))
     source = f"{version}/schema.json (sha256 {doc.sha256[:12]})"
-    raw_models, defined = emit_models_and_names(norm)
+    raw_models, defined = emit_models_and_names(norm, protocol.message_defs())
     models = black_format(raw_models, f"{version} models")
     methods = black_format(
         render("methods.py.jinja2", p=protocol, source=source, ref=_own_models), f"{version} methods"
@@ -232,6 +242,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         closure=[name for name in protocol.result_closure() if name in defined],
         defined=sorted(defined),
         fix_lines=_fix_lines(report),
+        unmatched_fixes=[rule.id for rule in report.unmatched],
         warnings=[*protocol.warnings, *norm.warnings],
         seconds=time.perf_counter() - started,
         errors={e.name: e.code for e in protocol.errors},
@@ -248,9 +259,21 @@ def _core_of(
     return norm, build_protocol(norm, overlay)
 
 
+@dataclass
+class _ExtensionRead:
+    """An extension schema file read on a core version: its IR, its normalised schema and fix
+    report, and the core version's normalised schema and IR it was read against."""
+
+    ext: ExtensionProtocol
+    norm: Normalized
+    report: FixReport | None
+    core_norm: Normalized
+    core: Protocol
+
+
 def _extension_of(  # noqa: PLR0913 - the extension's file and pin, the core version, the data
     path: Path, pin: ExtensionPin, schema_dir: Path, version: str, data_dir: Path, *, fixes: bool
-) -> tuple[ExtensionProtocol, Normalized, FixReport | None]:
+) -> _ExtensionRead:
     """The IR of an extension schema file read on core `version` of `schema_dir`."""
     overlay = load_overlay(data_dir)
     core_norm, core = _core_of(schema_dir, version, data_dir, overlay, fixes=fixes)
@@ -262,7 +285,7 @@ def _extension_of(  # noqa: PLR0913 - the extension's file and pin, the core ver
     ext = build_extension(
         norm, core_norm, core, overlay, ext_id=pin.id, release=pin.release, package=extension_module(pin)
     )
-    return ext, norm, report
+    return _ExtensionRead(ext, norm, report, core_norm, core)
 
 
 def load_extension(  # noqa: PLR0913 - the extension, the core version, the folders
@@ -280,7 +303,7 @@ def load_extension(  # noqa: PLR0913 - the extension, the core version, the fold
     file = path or extension_file(schema_dir, pin)
     if not file.is_file():
         raise GenerationError(f"no schema for extension {pin.id} (expected {file}): run `mcpgen sync`", file=file)
-    return _extension_of(file, pin, schema_dir, version, data_dir, fixes=fixes)[0]
+    return _extension_of(file, pin, schema_dir, version, data_dir, fixes=fixes).ext
 
 
 def extension_versions(pin: ExtensionPin, versions: list[str], data_dir: Path) -> list[str]:
@@ -303,11 +326,12 @@ def _extension_ref(ext: ExtensionProtocol) -> Callable[[str, str], str]:
 
 def build_extension_package(schema_dir: Path, pin: ExtensionPin, version: str, data_dir: Path) -> ExtensionBuild:
     """Everything for one extension on one version, in memory (runs in a worker process)."""
-    from .models import HEADER, Reuse, emit_models_and_names
+    from .models import HEADER, Reuse, emit_models_and_names, typed_dict_names
 
     started = time.perf_counter()
     path = extension_file(schema_dir, pin)
-    ext, norm, report = _extension_of(path, pin, schema_dir, version, data_dir, fixes=True)
+    read = _extension_of(path, pin, schema_dir, version, data_dir, fixes=True)
+    ext, norm, report = read.ext, read.norm, read.report
     label = extension_label(pin, version)
     core_module = module_name(version)
     source = f"extensions/{pin.name}/{pin.release}/schema.json (sha256 {ext.sha256[:12]})"
@@ -316,8 +340,12 @@ def build_extension_package(schema_dir: Path, pin: ExtensionPin, version: str, d
         source=f"extensions/{pin.name}/{pin.release}/schema.json",
         base="...",  # the tree's root, from ext_<name>/v<version>/
     )
-    reuse = Reuse(f"...{core_module}.models", ext.reused) if ext.reused else None
-    raw_models, _ = emit_models_and_names(norm, header=header, reuse=reuse)
+    reuse = None
+    if ext.reused:
+        # the reused defs are whatever the core version's module makes of them (models or TypedDicts)
+        core_typed_dicts = typed_dict_names(read.core_norm, read.core.message_defs())
+        reuse = Reuse(f"...{core_module}.models", ext.reused, core_typed_dicts & frozenset(ext.reused))
+    raw_models, _ = emit_models_and_names(norm, ext.message_defs(), header=header, reuse=reuse)
     files = {
         "__init__.py": black_format(render("ext_version_init.py.jinja2", x=ext), f"{label} __init__"),
         "models.py": black_format(raw_models, f"{label} models"),
@@ -336,6 +364,7 @@ def build_extension_package(schema_dir: Path, pin: ExtensionPin, version: str, d
         report=ext.report_lines(),
         warnings=ext.warnings,
         seconds=time.perf_counter() - started,
+        unmatched_fixes=[rule.id for rule in report.unmatched] if report else [],
     )
 
 
@@ -424,6 +453,7 @@ class _Options:
     jobs: int | None = None
     pins: dict[str, str] | None = None
     repin_hint: str = "mcpgen sync --update-pins"
+    verbose: bool = False
 
 
 def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests) pass these by keyword
@@ -439,6 +469,7 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     pins: dict[str, str] | None = None,
     repin_hint: str = "mcpgen sync --update-pins",
     progress: Callable[[str], None] | None = None,
+    verbose: bool = False,
 ) -> GenerateReport:
     """Generate `versions` from `schema_dir` into `out`, and every pinned extension of
     `extensions` on each of those versions it applies to.
@@ -448,8 +479,9 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     unless `force`. `pins` (version -> sha256) refuses a schema file that differs from its pin,
     and a version it does not pin, and then extension files are checked against their pins too;
     `None` checks nothing. `progress` is called with a line as work starts and as each package
-    is done. `repin_hint` may hold `{version}`, replaced by the version (or extension id) to re-pin,
-    and `{which}`, replaced by `--version` (or `--extension`).
+    is done (with `verbose`, also with every fix rule's outcome). `repin_hint` may hold
+    `{version}`, replaced by the version (or extension id) to re-pin, and `{which}`, replaced by
+    `--version` (or `--extension`).
 
     Three stages: plan (which packages need building, refusing bad input before any work),
     build (in this process or in worker processes), write (packages, pruning, the shared files,
@@ -457,9 +489,9 @@ def generate(  # noqa: PLR0913 - public API: callers (CLI, build backend, tests)
     """
     say = progress or (lambda line: None)
     started = time.perf_counter()
-    options = _Options(prune=prune, force=force, jobs=jobs, pins=pins, repin_hint=repin_hint)
+    options = _Options(prune=prune, force=force, jobs=jobs, pins=pins, repin_hint=repin_hint, verbose=verbose)
     plan = _plan(schema_dir, out, versions, extensions or [], data_dir, options)
-    builds = _build_all(schema_dir, data_dir, plan.todo, options.jobs, say)
+    builds = _build_all(schema_dir, data_dir, plan.todo, options, say)
     outcomes, entries = _write_versions(out, plan, builds)
     ext_outcomes, ext_entries = _write_extensions(out, plan, builds)
     removed = []
@@ -529,7 +561,7 @@ def _pinned_schema_bytes(schema_path: Path, version: str, options: _Options) -> 
     """The schema file's bytes, refusing a missing file and, with pins, one that is not pinned
     or differs from its pin."""
     if not schema_path.is_file():
-        raise GenerationError(f"no schema for version {version} (expected {schema_path})", file=schema_path)
+        raise missing_schema(schema_path.parent.parent, version)
     raw = schema_path.read_bytes()
     if options.pins is not None:
         _check_pin(raw, schema_path, version, options.pins.get(version), options)
@@ -606,7 +638,7 @@ def _build(schema_dir: Path, data_dir: Path, job: _Job) -> Build:
 
 
 def _build_all(
-    schema_dir: Path, data_dir: Path, todo: list[_Job], jobs: int | None, say: Callable[[str], None]
+    schema_dir: Path, data_dir: Path, todo: list[_Job], options: _Options, say: Callable[[str], None]
 ) -> dict[_Job, Build]:
     """Build the `todo` packages, in this process or (several, `jobs` not 1) also in worker
     processes; says each one as it is done."""
@@ -616,9 +648,9 @@ def _build_all(
 
     def done(job: _Job, b: Build) -> None:
         builds[job] = b
-        _announce(job, b, say)
+        _announce(job, b, say, options.verbose)
 
-    workers = _worker_count(len(todo), jobs)
+    workers = _worker_count(len(todo), options.jobs)
     say(f"generating {', '.join(j.label for j in todo)}" + (f" ({workers} processes)" if workers > 1 else ""))
     if workers == 1:
         for job in todo:
@@ -643,9 +675,10 @@ def _build_in_pool(
             done(futures[fut], fut.result())
 
 
-def _announce(job: _Job, b: Build, say: Callable[[str], None]) -> None:
-    say(f"{job.label}: generated in {b.seconds:.2f}s")
-    for line in b.fix_lines:
+def _announce(job: _Job, b: Build, say: Callable[[str], None], verbose: bool) -> None:
+    applied = len(b.fix_lines) - len(b.unmatched_fixes)
+    say(f"{job.label}: generated in {b.seconds:.2f}s" + (f" ({applied} schema fixes applied)" if applied else ""))
+    for line in b.fix_lines if verbose else []:
         say("  " + line)
     if isinstance(b, ExtensionBuild):
         for line in b.report:
@@ -671,7 +704,7 @@ def _write_versions(out: Path, plan: _Plan, builds: dict[_Job, Build]) -> tuple[
         else:
             assert isinstance(b, VersionBuild)
             entries[v] = _write_version(out, b, plan.keys[_Job(v)])
-            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds))
+            outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds, b.unmatched_fixes))
     return outcomes, entries
 
 
@@ -723,7 +756,9 @@ def _write_extensions(out: Path, plan: _Plan, builds: dict[_Job, Build]) -> tupl
             "files": {rel: _sha(text) for rel, text in files.items()},
             "report": {"fixes": b.fix_lines, "extension": b.report, "warnings": b.warnings},
         }
-        outcomes.append(VersionOutcome(job.label, "generated", [*b.fix_lines, *b.report], b.warnings, b.seconds))
+        outcomes.append(
+            VersionOutcome(job.label, "generated", [*b.fix_lines, *b.report], b.warnings, b.seconds, b.unmatched_fixes)
+        )
     return outcomes, entries
 
 

@@ -129,6 +129,15 @@ class Protocol:
     def methods_json(self) -> list[dict[str, Any]]:
         return [self.methods[m].as_json() for m in sorted(self.methods)]
 
+    def message_defs(self) -> frozenset[str]:
+        """The defs the method tables name: each method's message, params and results."""
+        names: set[str] = set()
+        for m in self.methods.values():
+            names.update((m.message, *m.result, *(model for _, model in m.result_tags)))
+            if m.params:
+                names.add(m.params)
+        return frozenset(names)
+
     def result_closure(self) -> list[str]:
         """Every def a method's result can carry: the result defs and, transitively, every def they
         refer to (content blocks, tools, resources, ...). Sorted."""

@@ -70,8 +70,27 @@ def load_schema(schema_dir: Path, version: str) -> SchemaDocument:
     check_version_string(version)
     path = schema_file(schema_dir, version)
     if not path.is_file():
-        raise GenerationError(f"no schema for version {version} (expected {path})", file=path)
+        raise missing_schema(schema_dir, version)
     return load_schema_file(path, version)
+
+
+def missing_schema(schema_dir: Path, version: str) -> GenerationError:
+    """The error for a version whose schema file is not there: where it was looked for, what
+    brings it, and which versions this folder knows (pinned, or present)."""
+    from . import _toml as tomllib
+
+    known = {p.parent.name for p in schema_dir.glob("*/schema.json") if version_key(p.parent.name) is not None}
+    try:
+        pins = tomllib.loads((schema_dir / "versions.toml").read_text(encoding="utf-8")).get("version", [])
+        known.update(str(pin["version"]) for pin in pins if isinstance(pin, dict) and "version" in pin)
+    except (OSError, ValueError):
+        pass
+    ordered = sorted(known, key=lambda v: version_key(v) or (0, 0, 0))
+    listed = f"known versions: {', '.join(ordered)}" if ordered else "no version is pinned there yet: `mcpgen init`"
+    return GenerationError(
+        f"no schema file for version {version} at {schema_file(schema_dir, version)}: "
+        f"`mcpgen sync` fetches the pinned versions ({listed})"
+    )
 
 
 def parse_schema_bytes(raw: bytes, where: Path | str) -> tuple[dict[str, Any], str, str]:

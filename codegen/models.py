@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import typed_dicts
 from .errors import GenerationError
 from .normalize import Normalized
 
@@ -57,10 +58,13 @@ HEADER = (
 @dataclass(frozen=True)
 class Reuse:
     """Models a module takes from another generated module instead of defining them: `names`,
-    imported from `module` (a relative module path) and re-exported under the same names."""
+    imported from `module` (a relative module path) and re-exported under the same names;
+    `typed_dicts` are those of them that module defines as `TypedDict`s (the rest are models and
+    type aliases)."""
 
     module: str
     names: tuple[str, ...]
+    typed_dicts: frozenset[str] = frozenset()
 
 
 def _keep_integers(node: Any) -> Any:
@@ -128,19 +132,31 @@ def _drop_property_names(node: Any) -> None:
             _drop_property_names(value)
 
 
-def emit_models(norm: Normalized) -> str:
+def typed_dict_names(norm: Normalized, messages: frozenset[str]) -> frozenset[str]:
+    """The defs `emit_models_and_names(norm, messages)` defines as `TypedDict`s."""
+    return frozenset(typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of)))
+
+
+def emit_models(norm: Normalized, messages: frozenset[str] = frozenset()) -> str:
     """Generate `models.py` source for one version (formatted later by the caller, with black)."""
-    return emit_models_and_names(norm)[0]
+    return emit_models_and_names(norm, messages)[0]
 
 
 def emit_models_and_names(
-    norm: Normalized, *, header: str | None = None, reuse: Reuse | None = None
+    norm: Normalized,
+    messages: frozenset[str] = frozenset(),
+    *,
+    header: str | None = None,
+    reuse: Reuse | None = None,
 ) -> tuple[str, set[str]]:
     """`models.py` source for one version, and the names it defines at module level.
 
-    `header` replaces the module's docstring and base-class import; with `reuse`, the models of
-    `reuse.names` are imported from `reuse.module` rather than defined (they are left out of the
-    output by their top-level statements, found in the syntax tree)."""
+    `messages` are the defs the method tables name (messages, params, results): they stay models
+    whatever their shape (see `typed_dicts`). `header` replaces the module's docstring and
+    base-class import; with `reuse`, the defs of `reuse.names` are imported from `reuse.module`
+    rather than defined (they are left out of the output by their top-level statements, found in
+    the syntax tree), each as what that module defines it as (a model, or a `TypedDict` when it
+    is one of `reuse.typed_dicts`)."""
     import warnings
 
     from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate  # type: ignore[attr-defined]
@@ -195,9 +211,91 @@ def emit_models_and_names(
         raise GenerationError(f"datamodel-code-generator failed: {exc}", file=norm.doc.file) from exc
     if not isinstance(code, str):
         raise GenerationError("datamodel-code-generator returned several modules; expected one", file=norm.doc.file)
+    # Every def of the schema is converted (the reused ones too, as the module they come from
+    # defines them), so that which names are models is read from one module's syntax tree; the
+    # reused ones are then left out and imported.
+    decided = {name: name in reuse.typed_dicts for name in reuse.names} if reuse is not None else {}
+    chosen = typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of), decided=decided)
+    code = dump_maps_as_sent(typed_dicts.convert(code, chosen))
     if reuse is not None:
         code = reuse_from(code, reuse, header)
     return tidy(code)
+
+
+def _alias_value(node: ast.stmt) -> ast.expr | None:
+    """`V` of a module-level `X = TypeAliasType("X", V)`."""
+    if (
+        isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "TypeAliasType"
+        and len(node.value.args) == 2
+    ):
+        return node.value.args[1]
+    return None
+
+
+def dump_maps_as_sent(code: str) -> str:
+    """Give every named map of models (`X = TypeAliasType("X", dict[str, M])`, where `M` is a
+    model or an alias of models) the serializer that writes its models as sent (`dump_as_sent` of
+    the tree's base), so a `TypeAdapter` dump of the map writes no unset field. Found by AST."""
+    tree = ast.parse(code)
+    models = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any(isinstance(b, ast.Name) and b.id == "MCPModel" for b in node.bases)
+    }
+    aliases = {
+        node.targets[0].id: value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and (value := _alias_value(node))
+    }
+
+    def of_models(expr: ast.expr, seen: frozenset[str] = frozenset()) -> bool:
+        """Is every value `expr` stands for a model (a model, an alias of one, a union of them)?"""
+        if isinstance(expr, ast.Name):
+            if expr.id in models:
+                return True
+            return expr.id in aliases and expr.id not in seen and of_models(aliases[expr.id], seen | {expr.id})
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
+            return of_models(expr.left, seen) and of_models(expr.right, seen)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id == "Annotated":
+            return isinstance(expr.slice, ast.Tuple) and of_models(expr.slice.elts[0], seen)
+        return False
+
+    lines = code.splitlines(keepends=True)
+    edits: list[tuple[ast.expr, str]] = []
+    for value in aliases.values():
+        if (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "dict"
+            and isinstance(value.slice, ast.Tuple)
+            and len(value.slice.elts) == 2
+            and of_models(value.slice.elts[1])
+        ):
+            edits.append((value, f"Annotated[{ast.unparse(value)}, WrapSerializer(dump_as_sent)]"))
+    if not edits:
+        return code
+    for value, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        assert value.end_lineno is not None and value.end_col_offset is not None
+        start, end = value.lineno - 1, value.end_lineno - 1
+        head, tail = lines[start][: value.col_offset], lines[end][value.end_col_offset :]
+        lines[start : end + 1] = [head + text + tail]
+    have = {(n.module, a.asname or a.name) for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    # the tree's base is imported by the header, from as many levels up as this module is deep
+    base = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "_base"), None)
+    if base is None:
+        raise GenerationError("the generated models do not import the tree's base")
+    needed = [
+        ("." * base.level, "_base", "dump_as_sent"),
+        ("", "pydantic", "WrapSerializer"),
+        ("", "typing", "Annotated"),
+    ]
+    imports = "".join(
+        f"from {level}{module} import {name}\n" for level, module, name in needed if (module, name) not in have
+    )
+    return typed_dicts.insert_imports("".join(lines), imports)
 
 
 def reuse_from(code: str, reuse: Reuse, header: str) -> str:
@@ -208,12 +306,16 @@ def reuse_from(code: str, reuse: Reuse, header: str) -> str:
     tree = ast.parse(code)
     drop: dict[int, int] = {}  # first line -> last line
     found: set[str] = set()
+    dropped_last = False
     for node in tree.body:
         names = _statement_names(node)
-        if names and names <= wanted:
+        if (names and names <= wanted) or (dropped_last and _trails(node, wanted)):
             first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
             drop[first] = node.end_lineno or node.lineno
             found |= names
+            dropped_last = True
+        else:
+            dropped_last = False
     missing = sorted(wanted - found)
     if missing:
         raise GenerationError(f"cannot reuse {', '.join(missing)}: the generated models do not define them")
@@ -231,6 +333,23 @@ def reuse_from(code: str, reuse: Reuse, header: str) -> str:
         raise GenerationError("the generated models do not start with their header")
     imported = ", ".join(f"{name} as {name}" for name in sorted(wanted))
     return f"{header}\nfrom {reuse.module} import {imported}\n{text[len(header) :]}"
+
+
+def _trails(node: ast.stmt, names: set[str]) -> bool:
+    """Is `node` a statement that belongs to the definition before it: its docstring, or a call
+    applied to the defined name (a `TypedDict` written as a call: `with_config(...)(X)`)?"""
+    if not isinstance(node, ast.Expr):
+        return False
+    value = node.value
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str)
+    return (
+        isinstance(value, ast.Call)
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+        and value.args[0].id in names
+    )
 
 
 def _statement_names(node: ast.stmt) -> set[str]:

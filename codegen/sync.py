@@ -197,6 +197,12 @@ def write_pins(schema_root: Path, pins: list[Pin], extensions: list[ExtensionPin
     os.replace(tmp, target)
 
 
+NO_NETWORK = (
+    "Without network access, sync from a copy: pass --from SOURCE or set MCPGEN_SCHEMA_SOURCE "
+    "(a folder or base URL laid out as SOURCE/<version>/schema.json)"
+)
+
+
 def is_url(source: str) -> bool:
     return source.startswith(("http://", "https://", "file://"))
 
@@ -296,6 +302,11 @@ def sync(  # noqa: PLR0913 - public API: callers (CLI, build backend) pass these
 
     `repin_hint(version or extension id)` and `diff_hint(pinned, new)` give the commands printed in
     errors (the CLI passes commands that repeat the options it was called with)."""
+    for version in versions or []:
+        try:
+            check_version_string(version)
+        except GenerationError as exc:
+            raise PinError(exc.message) from None
     pins = {p.version: p for p in read_pins(schema_root)}
     ext_pins = {p.id: p for p in read_extension_pins(schema_root)}
     everything = versions is None and extensions is None
@@ -426,7 +437,10 @@ def _fetch(job: _SyncJob, version: str, pin: Pin | None) -> _Fetched:
         data, origin = fetch_schema(job.source, version), job.source
     elif pin is not None:
         origin = pin_url(pin, job.raw_base)
-        data = _fetch_url(origin)
+        try:
+            data = _fetch_url(origin)
+        except PinError as exc:
+            raise PinError(f"{exc}. {NO_NETWORK}") from None
     else:
         raise PinError(
             f"version {version} is not pinned in {job.pins_file}, so there is no repository and "

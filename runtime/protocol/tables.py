@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel
+from typing_extensions import NotRequired, Required, is_typeddict
 
 if TYPE_CHECKING:
     from mcpgen.generated._spec import ExtensionSpec, MethodSpec
@@ -202,9 +203,10 @@ class VersionRegistry:
         return frozenset(tags)
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
+def _model_of(annotation: Any) -> Any:
+    """The model (or generated TypedDict) an annotation stands for."""
     for member in _union_members(annotation):
-        if isinstance(member, type) and issubclass(member, BaseModel):
+        if isinstance(member, type) and (issubclass(member, BaseModel) or is_typeddict(member)):
             return member
     return None
 
@@ -242,9 +244,14 @@ def _literal_values(annotation: Any) -> list[str]:
     return [a for a in get_args(annotation) if isinstance(a, str)]
 
 
-def _field_annotation(model: type[BaseModel] | None, wire_name: str) -> Any:
+def _field_annotation(model: Any, wire_name: str) -> Any:
     if model is None:
         return None
+    if is_typeddict(model):  # a generated TypedDict is keyed by wire names
+        annotation = model.__annotations__.get(wire_name)
+        while get_origin(annotation) in (NotRequired, Required):
+            annotation = get_args(annotation)[0]
+        return annotation
     for name, info in model.model_fields.items():
         if (info.alias or name) == wire_name:
             return info.annotation
@@ -256,7 +263,9 @@ def _result_fields(spec: MethodSpec) -> frozenset[str]:
     names: set[str] = set()
     for model in spec.result:
         model_class = _model_of(model)
-        if model_class is not None:
+        if is_typeddict(model_class):
+            names.update(model_class.__annotations__)
+        elif model_class is not None:
             names.update((info.alias or name) for name, info in model_class.model_fields.items())
     return frozenset(names)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from ..protocol import wire
 from ..protocol.capabilities import has_capability
 from ..protocol.changes import LIST_KINDS, Change
 from ..protocol.keys import SUBSCRIPTION_ID_KEY
@@ -78,17 +79,17 @@ class ListenStream:
 async def serve_listen(ctx: RequestContext, params: Any) -> dict[str, Any]:
     """The `subscriptions/listen` handler: acknowledge what is honoured, then send changes as they
     come until the stream is stopped (the result) or the request is cancelled (nothing more)."""
-    wanted = params.notifications
+    wanted = wire.to_wire(params.notifications) or {}  # the filter, as a model or a TypedDict, as on the wire
     caps = ctx.server.capabilities()
     honoured: dict[str, Any] = {}
     kinds = set()
     for kind in LIST_KINDS:
-        if getattr(wanted, f"{kind}_list_changed", None) and has_capability(caps, f"{kind}.listChanged"):
+        if wanted.get(f"{kind}ListChanged") and has_capability(caps, f"{kind}.listChanged"):
             honoured[f"{kind}ListChanged"] = True
             kinds.add(kind)
     uris: frozenset[str] = frozenset()
-    if wanted.resource_subscriptions and has_capability(caps, "resources.subscribe"):
-        uris = frozenset(wanted.resource_subscriptions)
+    if wanted.get("resourceSubscriptions") and has_capability(caps, "resources.subscribe"):
+        uris = frozenset(wanted["resourceSubscriptions"])
         honoured["resourceSubscriptions"] = sorted(uris)
     task_ids = await ctx.server.tasks.listen_for(ctx, wanted, honoured)
     stream = ListenStream(ctx.request_id, frozenset(kinds), uris, task_ids=task_ids)

@@ -29,6 +29,7 @@ from mcpgen.generated import versions
 from mcpgen.generated._spec import ExtensionSpec, Gate
 from mcpgen.generated.v2026_07_28 import models as core
 from pydantic import BaseModel, ValidationError
+from typing_extensions import is_typeddict
 
 MODERN = "2026-07-28"
 
@@ -263,7 +264,9 @@ method = "tools/call"
 result = "WidgetResult"
 reason = "a tool call may answer with a widget"
 """
-ALIKE = ("JSONRPCRequest", "JSONRPCNotification", "Result", "Implementation")  # repeated from the core schema
+# repeated from the core schema; the core version's models make `ToolAnnotations` a TypedDict (an
+# option set) and `NotificationParams` a model (a method's params)
+ALIKE = ("JSONRPCRequest", "JSONRPCNotification", "Result", "Implementation", "ToolAnnotations", "NotificationParams")
 CHANGED = "Icon"  # repeated, with a field of its own
 
 
@@ -304,9 +307,22 @@ def unseen_schema(core_schema: dict[str, Any], *, widget_field: str = "size") ->
                 "widgetId": {"type": "string"},
                 widget_field: {"type": "integer"},
                 "maker": ref("Implementation"),
+                "hints": ref("WidgetHints"),
+                "note": ref("WidgetNote"),
+                "label": ref("WidgetLabel"),
             },
             "required": ["widgetId"],
         },
+        # an option set holding a def its core version makes a TypedDict, which the extension's
+        # own schema also uses as a union member (where, on its own, it would be a model)
+        "WidgetHints": {
+            "type": "object",
+            "properties": {"annotations": ref("ToolAnnotations"), "colors": {"type": "boolean"}},
+        },
+        "WidgetLabel": {"anyOf": [ref("ToolAnnotations"), {"type": "string"}]},
+        # an option set holding a def its core version makes a model, which the extension's own
+        # schema only uses as a value (where, on its own, it would be a TypedDict)
+        "WidgetNote": {"type": "object", "properties": {"params": ref("NotificationParams")}},
         "WidgetsCapability": {"type": "object", "properties": {"colors": {"type": "boolean"}}},
         "GetWidgetRequest": request("widgets/get", by_id),
         "GetWidgetResult": {
@@ -456,6 +472,30 @@ def test_an_unseen_extension_reuses_what_it_repeats_alike(unseen: tuple[Unseen, 
         assert name in table.DIFFERS and getattr(spec.models, name) is not getattr(core_models, name)
     assert f"differ: {CHANGED} (and through them: " in output
     assert set(table.REUSED).isdisjoint(table.DIFFERS)
+
+
+def test_an_unseen_extension_types_its_maps_as_its_core_version_does(tree: ModuleType) -> None:
+    """Reused defs are whatever the core version's module defines (a model or a TypedDict), and
+    the extension's own defs are decided around them: plain data all the way down, or a model."""
+    spec = tree.extension(UNSEEN, MODERN)
+    models, core_models = spec.models, tree.module(MODERN).models
+    assert models.ToolAnnotations is core_models.ToolAnnotations and is_typeddict(models.ToolAnnotations)
+    assert models.NotificationParams is core_models.NotificationParams
+    assert issubclass(models.NotificationParams, BaseModel)
+    assert is_typeddict(models.WidgetHints), "holds only plain data: a TypedDict"
+    assert issubclass(models.WidgetNote, BaseModel), "holds a model: a model"
+    raw = {
+        "widgetId": "w1",
+        "hints": {"annotations": {"readOnlyHint": True, "vendor": 1}, "colors": False},
+        "note": {"params": {"_meta": {"k": 1}}},
+        "label": {"title": "t"},
+    }
+    widget = models.Widget.model_validate(raw)
+    assert widget.hints == raw["hints"] and widget.label == raw["label"]
+    assert isinstance(widget.note, models.WidgetNote) and isinstance(widget.note.params, models.NotificationParams)
+    assert widget.model_dump(mode="json") == raw
+    with pytest.raises(ValidationError):
+        models.Widget.model_validate({"widgetId": "w1", "hints": {"annotations": {"readOnlyHint": "yes"}}})
 
 
 def test_methods_and_diff_read_an_unseen_extension(unseen: tuple[Unseen, str], tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def test_no_definitions_at_all(tmp_path: Path) -> None:
 
 
 def test_missing_version_folder(tmp_path: Path) -> None:
-    with pytest.raises(GenerationError, match="no schema for version 2030-01-01"):
+    with pytest.raises(GenerationError, match="no schema file for version 2030-01-01"):
         load_schema(tmp_path, "2030-01-01")
 
 

@@ -106,10 +106,8 @@ def test_modern_params_required_for_every_request() -> None:
 
 
 def test_json_values_accept_floats_and_null() -> None:
-    caps = m26.ClientCapabilities.model_validate({"experimental": {"x": {"ratio": 1.5, "none": None, "n": [1, 2.5]}}})
-    assert caps.model_dump(mode="json", exclude_unset=True) == {
-        "experimental": {"x": {"ratio": 1.5, "none": None, "n": [1, 2.5]}}
-    }
+    raw = {"experimental": {"x": {"ratio": 1.5, "none": None, "n": [1, 2.5]}}}
+    assert TypeAdapter(m26.ClientCapabilities).validate_python(raw) == raw
 
 
 @pytest.mark.parametrize("models", [m25, m26], ids=["2025-11-25", "2026-07-28"])
@@ -127,7 +125,11 @@ def test_no_silent_coercion() -> None:
     with pytest.raises(ValidationError):
         m26.Implementation.model_validate({"name": 3, "version": "1"})
     with pytest.raises(ValidationError):
-        m26.ToolAnnotations.model_validate({"readOnlyHint": "yes"})
+        TypeAdapter(m26.ToolAnnotations).validate_python({"readOnlyHint": "yes"})
+    with pytest.raises(ValidationError):
+        TypeAdapter(m26.Annotations).validate_python({"priority": 1.5})  # constraints hold in a TypedDict too
+    with pytest.raises(ValidationError):
+        m26.Tool.model_validate({"name": "t", "inputSchema": {"type": "object", "$schema": 3}})
 
 
 def test_number_schema_bounds_keep_their_type() -> None:
@@ -172,18 +174,19 @@ def test_python_names_construct_and_dump_as_wire_names() -> None:
         "content": [{"type": "text", "text": "hi"}],
         "isError": True,
     }
-    schema = m26.ToolInputSchema.model_validate(
+    schema = TypeAdapter(m26.ToolInputSchema).validate_python(
         {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}
     )
-    assert schema.schema_ == "https://json-schema.org/draft/2020-12/schema"
+    assert schema.get("$schema") == "https://json-schema.org/draft/2020-12/schema"
 
 
 def test_open_objects_keep_unknown_keys() -> None:
     result = m26.CallToolResult.model_validate({"content": [], "vendorField": {"a": 1}})
     assert result.model_dump(mode="json", exclude_unset=True)["vendorField"] == {"a": 1}
-    caps = m26.ServerCapabilities.model_validate({"tools": {"listChanged": True, "x": 1}, "newCapability": {}})
-    dumped = caps.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    assert dumped == {"tools": {"listChanged": True, "x": 1}, "newCapability": {}}
+    raw = {"tools": {"listChanged": True, "x": 1}, "newCapability": {}}
+    assert TypeAdapter(m26.ServerCapabilities).validate_python(raw) == raw
+    discovered = {"supportedVersions": ["2026-07-28"], "capabilities": raw, "serverInfo": {"name": "s", "version": "1"}}
+    assert m26.DiscoverResult.model_validate(discovered).model_dump(mode="json")["capabilities"] == raw
 
 
 # -- discriminated unions -------------------------------------------------------------------

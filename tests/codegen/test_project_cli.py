@@ -96,16 +96,20 @@ def test_init_sync_generate_stay_in_the_project(project: Path, source: Path) -> 
     ok("sync", "--from", str(source))
     assert (project / "schema" / "2025-11-25" / "schema.json").is_file()
 
-    first = ok("generate", "--version", "2025-11-25")
-    lines = first.splitlines()
+    first = invoke("generate", "--version", "2025-11-25")
+    assert first.exit_code == 0, first.output
+    assert first.stdout == "", "progress goes to stderr"
+    lines = first.stderr.splitlines()
     assert lines[0] == "generating 2025-11-25"
-    assert lines[1].startswith("2025-11-25: generated in ")
+    assert lines[1].startswith("2025-11-25: generated in ") and lines[1].endswith(" schema fixes applied)")
     assert lines[-1].startswith(f"wrote {project / 'generated'}: generated 2025-11-25 in ")
+    assert len(lines) == 3, "a fresh run says no fix outcome (some fixes are for other versions)"
     assert (project / "generated" / "v2025_11_25" / "models.py").is_file()
     assert (project / "generated" / "types.py").is_file()
     assert ok("generate", "--version", "2025-11-25") == "", "nothing changed: nothing printed"
-    quiet = ok("generate", "--version", "2025-11-25", "--force", "-q").splitlines()
-    assert len(quiet) == 1 and quiet[0].startswith("wrote ")
+    assert ok("generate", "--version", "2025-11-25", "--force", "-q") == "", "-q: nothing but errors"
+    verbose = invoke("generate", "--version", "2025-11-25", "--force", "-v").stderr
+    assert "2025-11-25: fix " in verbose and " matched nothing" in verbose and " applied at " in verbose
 
 
 def test_pyproject_table_sets_the_folders(project: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -178,7 +178,7 @@ def test_generate_reports_a_missing_version(tmp_path: Path, schema_dir: Path) ->
         main, ["generate", "--schema-dir", str(schema_dir), "--out", str(tmp_path), "--version", "2030-01-01"]
     )
     assert result.exit_code == 1
-    assert "no schema for version 2030-01-01" in result.output
+    assert "no schema file for version 2030-01-01" in result.output
 
 
 def test_generate_prunes_versions_no_longer_pinned(tmp_path: Path, schema_dir: Path, data_dir: Path) -> None:

@@ -78,7 +78,20 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=False,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    BUILD_OUTPUT.append(result.stdout + result.stderr)
     return out
+
+
+BUILD_OUTPUT: list[str] = []
+
+
+def test_the_build_does_not_warn_about_the_package_layout(dist: Path) -> None:
+    """setuptools' warnings about this project's own configuration: folders of data that look
+    like packages it would ignore, and MANIFEST.in lines matching nothing in a fresh clone."""
+    output = BUILD_OUTPUT[0]
+    assert "is absent from the `packages` configuration" not in output
+    assert "no files found matching" not in output
+    assert "no previously-included files" not in output
 
 
 def fresh_venv(root: Path) -> Path:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from typing_extensions import TypeAliasType
+from typing_extensions import NotRequired, Required, TypeAliasType, is_typeddict
 
 NONE = "None"
 
@@ -77,6 +77,8 @@ class Writer:
             return '"x"'
         if inspect.isclass(tp) and issubclass(tp, BaseModel):
             return self.construct(tp, stack)
+        if is_typeddict(tp):
+            return self.construct_dict(tp, stack)
         raise TypeError(f"no value for annotation {tp!r}")
 
     def ref(self, model: type[BaseModel]) -> str:
@@ -96,13 +98,33 @@ class Writer:
             args.append(f"{name}={found}")
         return f"{self.ref(model)}({', '.join(args)})"
 
+    def construct_dict(self, tp: Any, stack: tuple[Any, ...] = ()) -> str | None:
+        """A dict display of a `TypedDict` with its required keys (wire names) only."""
+        if tp in stack:
+            return None
+        hints = typing.get_type_hints(tp, include_extras=True)
+        items = []
+        for key in sorted(tp.__required_keys__):
+            hint = hints[key]
+            while typing.get_origin(hint) in (NotRequired, Required):
+                hint = typing.get_args(hint)[0]
+            found = self.value(hint, (*stack, tp))
+            if found is None:
+                return None
+            items.append(f"{key!r}: {found}")
+        return "{" + ", ".join(items) + "}"
+
     # -- file -----------------------------------------------------------------------------
 
     def model_classes(self, module: types.ModuleType) -> list[type[BaseModel]]:
         return [
             obj
             for _, obj in sorted(vars(module).items())
-            if inspect.isclass(obj) and issubclass(obj, BaseModel) and obj.__module__ == module.__name__
+            if (
+                inspect.isclass(obj)
+                and (issubclass(obj, BaseModel) or is_typeddict(obj))
+                and obj.__module__ == module.__name__
+            )
         ]
 
     def source(self) -> str:
@@ -126,7 +148,7 @@ class Writer:
         for alias, module in self.models.items():
             lines += ["", "", f"def construct_{alias}() -> None:"]
             for model in self.model_classes(module):
-                call = self.construct(model)
+                call = self.construct_dict(model) if is_typeddict(model) else self.construct(model)
                 if call is None:
                     raise TypeError(f"cannot build {model.__module__}.{model.__name__} without recursion")
                 lines.append(f"    m_{model.__name__}: {self.ref(model)} = {call}")
@@ -141,7 +163,7 @@ class Writer:
                         continue
                     model = getattr(module, name, None)
                     if inspect.isclass(model) and issubclass(model, BaseModel):
-                        call = self.construct(model)
+                        call = self.construct_dict(model) if is_typeddict(model) else self.construct(model)
                         lines.append(f"    s_{alias}_{name}: shared.{name} = {call}")
                         lines.append(f"    print(s_{alias}_{name})")
         if count == 0:
