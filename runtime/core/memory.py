@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import anyio
 
-from .transport import DEFAULT_MAX_MESSAGE_BYTES, Inbound, Servable, Transport, TransportContext
+from .pipe import pipe
+from .transport import DEFAULT_MAX_MESSAGE_BYTES, Servable, Transport, TransportContext
 
 
 def memory_pair(
@@ -19,8 +20,8 @@ def memory_pair(
     messages each direction holds before the sender waits (default: unbounded). What one end sends
     the other receives as it was encoded (the receiver decodes the bytes, as over a pipe);
     `max_message_bytes` is the largest message either end accepts."""
-    a_send, b_receive = anyio.create_memory_object_stream[Inbound](buffer)
-    b_send, a_receive = anyio.create_memory_object_stream[Inbound](buffer)
+    a_send, b_receive = pipe(buffer)
+    b_send, a_receive = pipe(buffer)
     context = TransportContext("memory")
     return (
         Transport(a_receive, a_send, max_message_bytes, context),

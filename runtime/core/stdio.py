@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectReceiveStream, ObjectSendStream, Process
 
+from .pipe import pipe
 from .transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     HEAD_BYTES,
@@ -151,8 +152,8 @@ async def stdio_client(  # noqa: PLR0913 - every keyword is a documented option
     full_env = {**os.environ, **(env or {})}
     process: Process = await anyio.open_process([command, *args], env=full_env, cwd=cwd, stderr=stderr)
     assert process.stdout is not None and process.stdin is not None
-    in_send, in_receive = anyio.create_memory_object_stream[Inbound](64)
-    out_send, out_receive = anyio.create_memory_object_stream[Outgoing](64)
+    in_send, in_receive = pipe(64)
+    out_send, out_receive = pipe(64)
     transport = ProcessTransport(in_receive, out_send, max_message_bytes, STDIO, pid=process.pid)
     drained = anyio.Event()
     try:
@@ -321,8 +322,8 @@ async def stdio_server(
     """
     in_fd = sys.stdin.fileno() if stdin_fd is None else stdin_fd
     out_fd = sys.stdout.fileno() if stdout_fd is None else stdout_fd
-    in_send, in_receive = anyio.create_memory_object_stream[Inbound](64)
-    out_send, out_receive = anyio.create_memory_object_stream[Outgoing](64)
+    in_send, in_receive = pipe(64)
+    out_send, out_receive = pipe(64)
     transport = Transport(in_receive, out_send, max_message_bytes, STDIO)
     source, sink = _FileReceive(in_fd), _FileSend(out_fd)
     try:
