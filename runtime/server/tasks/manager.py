@@ -376,11 +376,13 @@ class TaskManager:
 
     # -- listen streams (`notifications/tasks`) --------------------------------------------------
 
-    async def listen_for(self, ctx: RequestContext, wanted: Any, honoured: dict[str, Any]) -> frozenset[str]:
+    async def listen_for(
+        self, ctx: RequestContext, wanted: Mapping[str, Any], honoured: dict[str, Any]
+    ) -> frozenset[str]:
         """The task ids a `subscriptions/listen` request asks to hear about and may: put in
-        `honoured` (`taskIds`). -32021 when the request did not declare the extension."""
-        extra = getattr(wanted, "model_extra", None) or {}
-        asked = extra.get("taskIds")
+        `honoured` (`taskIds`). `wanted` is the request's filter as on the wire. -32021 when the
+        request did not declare the extension."""
+        asked = wanted.get("taskIds")
         ext = self.extension(ctx.protocol_version)
         if asked is None or ext is None or not self.active:
             return frozenset()
