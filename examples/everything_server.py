@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from mcpgen.runtime import RequestContext, Server, ServerLimits
+from mcpgen.runtime import RequestContext, Server, ServerLimits, ToolError
 from mcpgen.runtime.protocol.input_requests import elicit, elicit_url, list_roots, sample
 from pydantic import BaseModel, Field
 
@@ -77,8 +77,9 @@ async def long_task(ctx: RequestContext, steps: int = 3) -> str:
 
 @server.tool()
 def fail(message: str = "something went wrong") -> str:
-    """Always fails: the error comes back as an `isError` result."""
-    raise RuntimeError(message)
+    """Always fails: the error comes back as an `isError` result whose text is the message (a
+    `ToolError` is meant for the model; any other exception would say only that the tool failed)."""
+    raise ToolError(message)
 
 
 @server.tool()

@@ -15,12 +15,14 @@ from .client import (
     ClientLimits,
     Event,
     InputHandlers,
+    OutgoingRequest,
     Subscription,
     Timeouts,
 )
 from .client.http import http
 from .core.memory import memory_pair
 from .core.stdio import stdio, stdio_client, stdio_server
+from .core.telemetry import Telemetry
 from .core.transport import Connector, Transport, TransportContext
 from .protocol import wire
 from .protocol.errors import (
@@ -55,13 +57,31 @@ from .protocol.errors import (
 )
 from .protocol.input_requests import InputRequired, elicit, elicit_url, list_roots, sample
 from .protocol.tables import Protocol, VersionRegistry
-from .server import Caching, Elicited, RequestContext, Sealing, Server, ServerLimits
+from .server import (
+    Audio,
+    Caching,
+    Depends,
+    Diagnostics,
+    Elicited,
+    File,
+    Image,
+    NotFound,
+    RequestContext,
+    Sealing,
+    Server,
+    ServerLimits,
+    ToolError,
+    visible_by_scopes,
+)
 from .server.features import Context, mcp_header
+from .server.hooks import CallNext, Middleware, RateLimit, RequestInfo, RequestLogging, Timing, ToolCall
 
 __all__ = [
+    "Audio",
     "AuthError",
     "AuthorizationRequired",
     "Caching",
+    "CallNext",
     "CapabilityError",
     "Client",
     "ClientChecks",
@@ -70,10 +90,14 @@ __all__ = [
     "ConnectionClosed",
     "Connector",
     "Context",
+    "Depends",
+    "Diagnostics",
     "ElicitationError",
     "Elicited",
     "Event",
+    "File",
     "HeaderMismatch",
+    "Image",
     "InputError",
     "InputHandlers",
     "InputRequired",
@@ -86,15 +110,21 @@ __all__ = [
     "McpRuntimeError",
     "MessageTooLarge",
     "MethodNotFound",
+    "Middleware",
     "MissingClientCapability",
     "MissingInputHandler",
     "NegotiationError",
+    "NotFound",
+    "OutgoingRequest",
     "PaginationError",
     "ParseError",
     "Protocol",
     "ProtocolError",
+    "RateLimit",
     "RemoteProtocolError",
     "RequestContext",
+    "RequestInfo",
+    "RequestLogging",
     "RequestTimeout",
     "ResponseStreamLost",
     "Sealing",
@@ -103,7 +133,11 @@ __all__ = [
     "SessionExpired",
     "StructuredOutputError",
     "Subscription",
+    "Telemetry",
     "Timeouts",
+    "Timing",
+    "ToolCall",
+    "ToolError",
     "Transport",
     "TransportContext",
     "UnsupportedProtocolVersion",
@@ -118,5 +152,6 @@ __all__ = [
     "stdio",
     "stdio_client",
     "stdio_server",
+    "visible_by_scopes",
     "wire",
 ]

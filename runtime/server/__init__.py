@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from typing_extensions import Unpack
 
 from ..core.stdio import stdio_server
+from ..core.telemetry import Telemetry, instrument
 from ..core.transport import Transport
 from ..protocol.capabilities import merge_capabilities
 from ..protocol.changes import Change
@@ -36,34 +40,46 @@ from ..protocol.sealing import StateSealer
 from ..protocol.tables import VersionRegistry
 from . import handlers as builtin
 from .bus import ChangeBus, LocalBus
-from .catalog import FeatureSet, infer_capabilities, scopes_needed
+from .catalog import Feature, FeatureSet, Visibility, infer_capabilities, scopes_needed, visible_by_scopes
 from .context import Elicited, RequestContext
 from .eras import serving
+from .failures import ErrorReporter, NotFound, ToolError
 from .features import (
+    Audio,
     Context,
+    Depends,
+    File,
+    Image,
     PromptDef,
     ResourceDef,
     TemplateDef,
     ToolDef,
+    describe,
+    in_handler_thread,
     make_prompt,
     make_resource,
     make_template,
     make_tool,
 )
-from .options import Caching, DeprecatedServerOptions, Sealing, ServerLimits, resolve_server_options
+from .hooks import AnyMiddleware, Chains, Lifespan, LifespanRunner, Middleware, State
+from .options import Caching, DeprecatedServerOptions, Diagnostics, Sealing, ServerLimits, resolve_server_options
 from .pagination import CursorSealer
 from .session import ServerSession
 from .subscriptions import ListenStream
 
 if TYPE_CHECKING:
+    from anyio import CapacityLimiter
+
     from ..auth.server.resource import ProtectedResource
+    from .features.calling import Callee
     from .http.app import HttpApp
+    from .http.routes import RouteHandler
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
 
-class Server:
+class Server(Generic[State]):
     """An MCP server. Register features, then `await server.serve(transport)` (or `run_stdio()`).
 
     - `name`, `version`, `title`, `instructions`: what the server tells clients about itself;
@@ -73,9 +89,16 @@ class Server:
       a key); `list_changed=False` stops advertising list-changed notifications, `logging=False`
       the logging capability;
     - `validate_results`: check every result against the table before sending it;
+    - `lifespan`: `lifespan(server)`, an async context manager run once per process while the
+      server serves; what it yields is `ctx.lifespan` in every handler (a `Server[YourState]`);
+    - `middleware`: wrapped around every request and every tool call, the first outermost
+      (`hooks.Middleware`);
+    - `visibility`: `visibility(ctx, item) -> bool` filters what each caller is shown in listings,
+      and refuses what it may not see when called (`visible_by_scopes` uses the items' `scopes=`);
     - the groups: `sealing` (`Sealing`: the keys of `requestState` and cursors; every worker of a
       deployment needs the same), `caching` (`Caching`: the cache hints of modern results),
-      `limits` (`ServerLimits`).
+      `limits` (`ServerLimits`: pages, input rounds, worker threads), `diagnostics`
+      (`Diagnostics`: error details, OpenTelemetry).
 
     The keywords these groups replace still work for one release, with a `DeprecationWarning`.
     """
@@ -96,9 +119,15 @@ class Server:
         sealing: Sealing | None = None,
         caching: Caching | None = None,
         limits: ServerLimits | None = None,
+        diagnostics: Diagnostics | None = None,
+        lifespan: Lifespan[State] | None = None,
+        middleware: Sequence[AnyMiddleware] = (),
+        visibility: Visibility | None = None,
         **deprecated: Unpack[DeprecatedServerOptions],
     ) -> None:
-        options = resolve_server_options({"sealing": sealing, "caching": caching, "limits": limits}, deprecated)
+        options = resolve_server_options(
+            {"sealing": sealing, "caching": caching, "limits": limits, "diagnostics": diagnostics}, deprecated
+        )
         self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
         self.eras = Eras(self.registry)
         self.serving = serving(self.eras)
@@ -113,15 +142,26 @@ class Server:
         self.sealing = options.sealing
         self.caching = options.caching
         self.limits = options.limits
+        self.diagnostics = options.diagnostics
+        self.errors = ErrorReporter(options.diagnostics.error_details)
+        self.telemetry = instrument(options.diagnostics.telemetry, "server")
+        self.lifespan = LifespanRunner[State](self, lifespan)
+        self.middleware = Chains(middleware)
+        self.visibility = visibility
+        self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
+        """Providers to use instead of others (`server.dependency_overrides[get_db] = fake_db`)."""
+        self.routes: dict[str, tuple[frozenset[str], RouteHandler]] = {}  # custom HTTP routes
+        self._limiter: tuple[object, CapacityLimiter] | None = None
         self._capability_overrides = dict(capabilities or {})
         self._capabilities: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.cursors = CursorSealer(options.sealing.cursor_secret)
         self.sealer = StateSealer(options.sealing.keys, options.sealing.ttl_seconds, options.sealing.seal_request_state)
-        self.tools: FeatureSet[ToolDef] = FeatureSet("tools", self._changed)
-        self.prompts: FeatureSet[PromptDef] = FeatureSet("prompts", self._changed)
-        self.resources: FeatureSet[ResourceDef] = FeatureSet("resources", self._changed)
-        self.templates: FeatureSet[TemplateDef] = FeatureSet("resources", self._changed)
+        self.tools: FeatureSet[ToolDef] = FeatureSet("tools", self._changed, "tool")
+        self.prompts: FeatureSet[PromptDef] = FeatureSet("prompts", self._changed, "prompt")
+        self.resources: FeatureSet[ResourceDef] = FeatureSet("resources", self._changed, "resource")
+        self.templates: FeatureSet[TemplateDef] = FeatureSet("resources", self._changed, "resource template")
         self.completion_handler: Callable[..., Any] | None = None
+        self.completion_callee: Callee | None = None
         self.extensions: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {
             method: functools.partial(fn, self) for method, fn in builtin.BUILTIN.items()
@@ -201,6 +241,7 @@ class Server:
         annotations: Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(  # noqa: PLR0913 - every keyword is a documented option
@@ -214,9 +255,11 @@ class Server:
         annotations: Mapping[str, Any] | None = None,
         structured_output: bool | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a tool (`@server.tool`, or `@server.tool(...)` with options).
-        `scopes` are the OAuth scopes a caller needs (checked by the HTTP auth middleware)."""
+        `scopes` are the OAuth scopes a caller needs (checked by the HTTP auth middleware); a
+        name registered already is an error unless `replace=True`."""
 
         def register(f: F) -> F:
             self.add_tool(
@@ -227,6 +270,7 @@ class Server:
                 annotations=annotations,
                 structured_output=structured_output,
                 scopes=scopes,
+                replace=replace,
             )
             return f
 
@@ -237,11 +281,11 @@ class Server:
         """The content block kinds of the versions served (read from the tables)."""
         return frozenset().union(*(self.registry.content_types(v) for v in self.versions))
 
-    def add_tool(self, fn: Callable[..., Any], **options: Any) -> ToolDef:
+    def add_tool(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> ToolDef:
         annotations = options.pop("annotations", None)
         options["annotations"] = dict(annotations) if annotations else None
         tool = make_tool(fn, content_types=self.content_types, **options)
-        return self.tools.add(tool.name, tool)
+        return self.tools.add(tool.name, tool, replace=replace)
 
     def remove_tool(self, name: str) -> None:
         self.tools.remove(name)
@@ -260,6 +304,7 @@ class Server:
         description: str | None = None,
         argument_descriptions: Mapping[str, str] | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def prompt(  # noqa: PLR0913 - every keyword is a documented option
@@ -272,20 +317,21 @@ class Server:
         description: str | None = None,
         argument_descriptions: Mapping[str, str] | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a prompt (`@server.prompt`, or `@server.prompt(...)` with options);
-        `scopes` as for tools."""
+        `scopes` and `replace` as for tools."""
 
         def register(f: F) -> F:
             options = {"argument_descriptions": dict(argument_descriptions or {}), "scopes": scopes}
-            self.add_prompt(f, name=name, title=title, description=description, **options)
+            self.add_prompt(f, name=name, title=title, description=description, replace=replace, **options)
             return f
 
         return register(fn) if fn is not None else register
 
-    def add_prompt(self, fn: Callable[..., Any], **options: Any) -> PromptDef:
+    def add_prompt(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> PromptDef:
         prompt = make_prompt(fn, content_types=self.content_types, **options)
-        return self.prompts.add(prompt.name, prompt)
+        return self.prompts.add(prompt.name, prompt, replace=replace)
 
     def remove_prompt(self, name: str) -> None:
         self.prompts.remove(name)
@@ -299,13 +345,15 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> Callable[[F], F]:
         """Register a static resource (`uri`) or, when `uri` has `{...}`, a resource template;
-        `scopes` as for tools (for reading it, subscribing to it and listening to its changes)."""
+        `scopes` as for tools (for reading it, subscribing to it and listening to its changes),
+        `replace` too. A handler raises `NotFound` for a URI it has nothing for."""
 
         def register(f: F) -> F:
             options: dict[str, Any] = {"name": name, "title": title, "description": description}
-            options.update(mime_type=mime_type, scopes=scopes)
+            options.update(mime_type=mime_type, scopes=scopes, replace=replace)
             if "{" in uri:
                 self.add_resource_template(f, uri, **options)
             else:
@@ -314,14 +362,16 @@ class Server:
 
         return register
 
-    def add_resource(self, fn: Callable[..., Any], uri: str, **options: Any) -> ResourceDef:
-        return self.resources.add(uri, make_resource(fn, uri, **options))
+    def add_resource(self, fn: Callable[..., Any], uri: str, *, replace: bool = False, **options: Any) -> ResourceDef:
+        return self.resources.add(uri, make_resource(fn, uri, **options), replace=replace)
 
     def remove_resource(self, uri: str) -> None:
         self.resources.remove(uri)
 
-    def add_resource_template(self, fn: Callable[..., Any], uri_template: str, **options: Any) -> TemplateDef:
-        return self.templates.add(uri_template, make_template(fn, uri_template, **options))
+    def add_resource_template(
+        self, fn: Callable[..., Any], uri_template: str, *, replace: bool = False, **options: Any
+    ) -> TemplateDef:
+        return self.templates.add(uri_template, make_template(fn, uri_template, **options), replace=replace)
 
     def remove_resource_template(self, uri_template: str) -> None:
         self.templates.remove(uri_template)
@@ -329,6 +379,7 @@ class Server:
     def completion(self, fn: F) -> F:
         """Register the completion handler: `fn(ref, argument, context) -> list[str]` (or a `completion` dict)."""
         self.completion_handler = fn
+        self.completion_callee = describe(fn, {})
         self._capabilities.clear()
         return fn
 
@@ -347,6 +398,49 @@ class Server:
         self.extensions[identifier] = dict(settings or {})
         self._capabilities.clear()
 
+    # -- the toolkit: lifespan, middleware, visibility, threads, routes -----------------------
+
+    def running(self) -> AbstractAsyncContextManager[State]:
+        """Hold the server's lifespan for the body (start it unless it runs already), yielding its
+        state: what serving does by itself; for tests and embedding (`async with server.running():`)."""
+        return self.lifespan.hold()
+
+    @property
+    def state(self) -> State:
+        """What the lifespan yielded (`LifespanNotRunning` while it is not running; None without a lifespan)."""
+        return self.lifespan.state
+
+    def add_middleware(self, middleware: AnyMiddleware) -> None:
+        """Add a middleware inside the ones already there (see `hooks.Middleware`)."""
+        self.middleware.add(middleware)
+
+    def visible(self, ctx: RequestContext[Any], item: Feature) -> bool:
+        """May the caller of `ctx` see and use `item` (the `visibility` filter; True without one)?"""
+        return self.visibility is None or self.visibility(ctx, item)
+
+    def thread_limiter(self) -> CapacityLimiter | None:
+        """The limiter of this server's worker threads (None: anyio's default limiter)."""
+        size = self.limits.worker_threads
+        if size is None:
+            return None
+        token = anyio.lowlevel.current_token()
+        if self._limiter is None or self._limiter[0] is not token:
+            self._limiter = (token, anyio.CapacityLimiter(size))
+        return self._limiter[1]
+
+    def custom_route(self, path: str, methods: Collection[str] = ("GET",)) -> Callable[[F], F]:
+        """Serve `path` of the HTTP app with your own handler (a health check, say):
+        `async def handler(request: HttpRequest) -> HttpReply | str | bytes | dict | list`
+        (`http.routes`: text, bytes, JSON or a full reply). Routes are public: the `auth=`
+        protection and the Host/Origin checks cover the MCP endpoint only."""
+        from .http.routes import check_route
+
+        def register(f: F) -> F:
+            self.routes[check_route(path, self.routes)] = (frozenset(m.upper() for m in methods), f)
+            return f
+
+        return register
+
     def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
         """The OAuth scopes a JSON-RPC message needs (the `scopes=` of the tool, prompt or resource
         it names): the hook the HTTP auth middleware asks (`scopes_for_request`)."""
@@ -364,7 +458,14 @@ class Server:
 
     def deliver(self, change: Change) -> None:
         """Send a change to the clients of every era that asked for it, here and, through the
-        change bus (`self.bus`), in the other processes of the deployment."""
+        change bus (`self.bus`), in the other processes of the deployment. From a plain `def`
+        handler (a worker thread) it is done on the event loop."""
+        if in_handler_thread():
+            anyio.from_thread.run_sync(self._deliver, change)
+        else:
+            self._deliver(change)
+
+    def _deliver(self, change: Change) -> None:
         self.deliver_here(change)
         self.bus.publish(change)
 
@@ -382,11 +483,16 @@ class Server:
     # -- serving ---------------------------------------------------------------------------
 
     async def serve(self, transport: Transport, **session_options: Any) -> None:
-        """Serve one connection until it closes."""
+        """Serve one connection until it closes (holding the lifespan: the first connection of the
+        process starts it, the last one stops it)."""
         session = ServerSession(self, transport, **session_options)
         self.sessions.add(session)
         try:
-            await session.run()
+            if self.lifespan.configured:
+                async with self.lifespan.hold():
+                    await session.run()
+            else:
+                await session.run()
         finally:
             self.sessions.discard(session)
 
@@ -421,13 +527,25 @@ class Server:
 
 
 __all__ = [
+    "Audio",
     "Caching",
     "Context",
     "CursorSealer",
+    "Depends",
+    "Diagnostics",
     "Elicited",
+    "Feature",
+    "File",
+    "Image",
+    "Middleware",
+    "NotFound",
     "RequestContext",
     "Sealing",
     "Server",
     "ServerLimits",
     "ServerSession",
+    "Telemetry",
+    "ToolError",
+    "Visibility",
+    "visible_by_scopes",
 ]

@@ -20,6 +20,7 @@ from ..protocol.errors import InvalidParams, validation_detail
 from ..protocol.input_requests import InputRequest, InputRequired
 from ..protocol.keys import LOG_LEVELS
 from .features import Context
+from .hooks.lifespan import State
 
 if TYPE_CHECKING:
     from mcpgen.generated.types import CreateMessageResult, ListRootsResult
@@ -45,8 +46,9 @@ class Elicited(Generic[M]):
         return self.action == "accept"
 
 
-class RequestContext(Context):
-    """The context of one request being served."""
+class RequestContext(Context, Generic[State]):
+    """The context of one request being served. `RequestContext[AppState]` types `ctx.lifespan`
+    as what the server's lifespan yields."""
 
     def __init__(
         self, session: ServerSession, request: IncomingRequest, version: str, serving: EraServing, view: ClientView
@@ -72,8 +74,14 @@ class RequestContext(Context):
         return self.era.self_contained
 
     @property
-    def server(self) -> Server:
+    def server(self) -> Server[State]:
         return self.session.server
+
+    @property
+    def lifespan(self) -> State:
+        """What the server's lifespan yielded (None without a lifespan)."""
+        state: State = self.session.server.lifespan.state
+        return state
 
     @property
     def request_id(self) -> str | int:

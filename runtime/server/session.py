@@ -10,6 +10,7 @@ negotiated.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +21,12 @@ from ..core.session import IncomingRequest, Session
 from ..core.transport import Transport, TransportContext
 from ..core.worker import OrderedWorker
 from ..protocol import wire
-from ..protocol.errors import InternalError, validation_detail
+from ..protocol.errors import InternalError, McpError, validation_detail
 from ..protocol.input_requests import InputRequired
 from ..protocol.keys import HANDSHAKE_METHOD
 from ..protocol.routing import Call, Rejection, Route
 from .context import RequestContext
+from .hooks.middleware import RequestInfo, run_chain
 from .input import check_input_capabilities
 
 if TYPE_CHECKING:
@@ -88,6 +90,23 @@ class ServerSession(Session):
         if not self.closed:
             self.outbox.submit(self._send_quietly, method, params)
 
+    async def send_request(self, method: str, params: Mapping[str, Any] | None = None, **options: Any) -> Any:
+        """`Session.send_request` (a server's own request: input from a handshake-era client),
+        inside a telemetry span when there is one, with the trace context in `_meta`."""
+        telemetry = self.server.telemetry
+        if telemetry is None or not telemetry.ready():
+            return await super().send_request(method, params, **options)
+        request_id = options.pop("request_id", None)
+        if request_id is None:
+            request_id = self.next_id()
+        body = dict(params) if params is not None else None
+        with telemetry.sending(method, body, request_id, self.handshake_version, self.context.kind) as (_, carrier):
+            if carrier:
+                body = dict(body or {})
+                meta = body.get("_meta")
+                body["_meta"] = {**(meta if isinstance(meta, Mapping) else {}), **carrier}
+            return await super().send_request(method, body, request_id=request_id, **options)
+
     async def _send_quietly(self, method: str, params: dict[str, Any] | None) -> None:
         try:
             await self.send_notification(method, params)
@@ -102,22 +121,50 @@ class ServerSession(Session):
 
     async def handle_request(self, request: IncomingRequest) -> Any:
         route = request.route if request.route is not None else self.route(request)
+        telemetry = self.server.telemetry
+        if telemetry is not None and telemetry.ready():
+            version = route.version if isinstance(route, Route) else None
+            context = request.context
+            with telemetry.handling(
+                request.method, request.params, request.id, version, context.kind, context.headers
+            ) as outcome:
+                result = await self._handle(request, route)
+                outcome.result(request.method, result)
+                return result
+        return await self._handle(request, route)
+
+    async def _handle(self, request: IncomingRequest, route: Route | Rejection) -> Any:
         if isinstance(route, Rejection):
             raise route.error()
-        return await self.execute(request, route)
+        try:
+            return await self.execute(request, route)
+        except McpError:
+            raise
+        except Exception as exc:  # unexpected: a generic error with an id, the details in the log
+            raise self.server.errors.internal(exc, f"the {request.method} handler") from None
 
     async def execute(self, request: IncomingRequest, route: Route) -> Any:
-        """Serve a routed request: run its handler (again, while it asks for input), finish the result."""
+        """Serve a routed request: run its handler (again, while it asks for input) inside the
+        server's request middleware, finish the result."""
         era, spec = self.server.serving[route.era.name], route.spec
-        ctx = RequestContext(self, request, route.version, era, era.client_view(request, self))
+        ctx: RequestContext[Any] = RequestContext(self, request, route.version, era, era.client_view(request, self))
+        hooks = self.server.middleware.requests
+        if not hooks:
+            return self.finish(spec, ctx, await self._run(ctx, spec, route.params))
+        info = RequestInfo(spec.method, route.params, route.era.name, route.version, ctx)
+        return self.finish(spec, ctx, await run_chain(hooks, info, lambda: self._run(ctx, spec, info.params)))
+
+    async def _run(self, ctx: RequestContext[Any], spec: MethodSpec, params: Any) -> Any:
+        """The handler's result, asking for input (and running it again) while it asks."""
+        era = ctx.serving
         era.open_input(ctx, spec)
         handler = self.server.handlers[spec.method]
         rounds = 0
         while True:
             try:
-                result = await handler(ctx, route.params)
+                result = await handler(ctx, params)
                 if not isinstance(result, InputRequired):
-                    return self.finish(spec, ctx, result)
+                    return result
                 raise result
             except InputRequired as asked:
                 rounds += 1
@@ -125,7 +172,7 @@ class ServerSession(Session):
                 check_input_capabilities(ctx, asked)
                 final = await era.ask_for_input(ctx, spec, asked)
                 if final is not None:
-                    return self.finish(spec, ctx, final)
+                    return final
 
     def _check_may_ask(self, spec: MethodSpec, rounds: int) -> None:
         if not self.server.registry.may_require_input(spec.method):
