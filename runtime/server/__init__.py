@@ -151,7 +151,7 @@ class Server(Generic[State]):
         self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
         """Providers to use instead of others (`server.dependency_overrides[get_db] = fake_db`)."""
         self.routes: dict[str, tuple[frozenset[str], RouteHandler]] = {}  # custom HTTP routes
-        self._limiter: tuple[object, CapacityLimiter] | None = None
+        self._limiter: anyio.lowlevel.RunVar[CapacityLimiter | None] = anyio.lowlevel.RunVar("mcpgen_thread_limiter")
         self._capability_overrides = dict(capabilities or {})
         self._capabilities: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.cursors = CursorSealer(options.sealing.cursor_secret)
@@ -423,10 +423,11 @@ class Server(Generic[State]):
         size = self.limits.worker_threads
         if size is None:
             return None
-        token = anyio.lowlevel.current_token()
-        if self._limiter is None or self._limiter[0] is not token:
-            self._limiter = (token, anyio.CapacityLimiter(size))
-        return self._limiter[1]
+        limiter = self._limiter.get(None)  # one per event loop (a server may serve in several runs)
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(size)
+            self._limiter.set(limiter)
+        return limiter
 
     def custom_route(self, path: str, methods: Collection[str] = ("GET",)) -> Callable[[F], F]:
         """Serve `path` of the HTTP app with your own handler (a health check, say):
