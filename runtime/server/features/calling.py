@@ -96,7 +96,8 @@ class Callee:
 
 
 def describe(fn: Callable[..., Any], found: Mapping[str, Any] | None = None) -> Callee:
-    """Read `fn`'s signature: its context parameter and its injected parameters."""
+    """Read `fn`'s signature: its context parameter and its injected parameters (each provider
+    checked now, so a provider the server cannot call fails the registration, not a call)."""
     found = hints(fn) if found is None else found
     context = None
     dependencies: list[tuple[str, Callable[..., Any]]] = []
@@ -107,14 +108,25 @@ def describe(fn: Callable[..., Any], found: Mapping[str, Any] | None = None) -> 
             dependencies.append((pname, provider))
         elif is_context(annotation):
             context = pname
+    for _, provider in dependencies:
+        _provider(provider)
     return Callee(fn, is_coroutine_function(fn), context, tuple(dependencies))
+
+
+_checking: set[Callable[..., Any]] = set()
 
 
 @functools.lru_cache(maxsize=1024)
 def _provider(fn: Callable[..., Any]) -> Callee:
-    callee = describe(fn)
+    if fn in _checking:
+        raise TypeError(f"the provider {getattr(fn, '__qualname__', fn)} depends on itself")
+    _checking.add(fn)
+    try:
+        callee = describe(fn)
+    finally:
+        _checking.discard(fn)
     for pname, param in inspect.signature(fn).parameters.items():
-        if pname == callee.context_param or pname in dict(callee.dependencies):
+        if pname in callee.not_from_client:
             continue
         if param.default is inspect.Parameter.empty and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(
