@@ -4,7 +4,13 @@ Timings on a shared machine move by tens of percent between runs; instruction co
 Each case runs under `valgrind --tool=callgrind` twice, with 0 and with N calls after the same
 warm-up, and the difference divided by N is the cost of one call (client and server together).
 
-    python bench/bench_instructions.py [--calls 400]
+Cases: `ours` (the server as it comes: no middleware, telemetry as installed), `ours-quiet`
+(telemetry turned off on both sides: what a process without `opentelemetry-api` runs),
+`ours-middleware` (one pass-through request middleware), `ours-tool-middleware` (one
+pass-through tool middleware), `ours-async` (the tool as an `async def`: no worker thread),
+`official`.
+
+    python bench/bench_instructions.py [--calls 400] [--cases ours,official]
 """
 
 from __future__ import annotations
@@ -27,13 +33,36 @@ import anyio
 sys.path.insert(0, {here!r})
 import bench_roundtrip as b
 
-async def ours(mode, n):
-    from mcpgen.runtime import Client, Server
-    server = Server("bench", logging=False)
-    server.add_tool(b._typed_add, name="add")
-    async with Client(server, mode=mode) as client:
+async def ours_case(mode, n, variant):
+    from mcpgen.runtime import Client, Diagnostics, Middleware, Server, Telemetry
+
+    class PassRequests(Middleware):
+        async def on_request(self, request, call_next):
+            return await call_next()
+
+    class PassTools(Middleware):
+        async def on_tool_call(self, call, call_next):
+            return await call_next()
+
+    async def async_add(a: int, b: int) -> int:
+        return a + b
+
+    options, client_options = {{}}, {{}}
+    if variant == "quiet":
+        options["diagnostics"] = Diagnostics(telemetry=Telemetry(enabled=False))
+        client_options["telemetry"] = Telemetry(enabled=False)
+    elif variant == "middleware":
+        options["middleware"] = [PassRequests()]
+    elif variant == "tool-middleware":
+        options["middleware"] = [PassTools()]
+    server = Server("bench", logging=False, **options)
+    server.add_tool(async_add if variant == "async" else b._typed_add, name="add")
+    async with Client(server, mode=mode, **client_options) as client:
         for _ in range(50 + n):
             await client.call_tool("add", {{"a": 1, "b": 2}})
+
+async def ours(mode, n):
+    await ours_case(mode, n, "")
 
 async def official(mode, n):
     from mcp import Client
@@ -44,8 +73,13 @@ async def official(mode, n):
         for _ in range(50 + n):
             await client.call_tool("_typed_add", {{"a": 1, "b": 2}})
 
-anyio.run({{"ours": ours, "official": official}}[sys.argv[1]], sys.argv[2], int(sys.argv[3]))
+who = sys.argv[1]
+if who == "official":
+    anyio.run(official, sys.argv[2], int(sys.argv[3]))
+else:
+    anyio.run(ours_case, sys.argv[2], int(sys.argv[3]), who[len("ours-"):] if who != "ours" else "")
 """
+CASES = ("ours", "ours-quiet", "ours-middleware", "ours-tool-middleware", "ours-async", "official")
 
 
 def instructions(who: str, mode: str, calls: int) -> int:
@@ -63,26 +97,30 @@ def per_call(who: str, mode: str, calls: int) -> int:
     return (instructions(who, mode, calls) - instructions(who, mode, 0)) // calls
 
 
-def main(calls: int) -> None:
+def main(calls: int, cases: list[str]) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (Debian: apt-get install valgrind)")
     rows = []
     for era, mode in ERA_MODE.items():
-        ours, theirs = per_call("ours", mode, calls), per_call("official", mode, calls)
-        rows.append(
-            {
-                "era": era,
-                "mcpgen instructions/call": f"{ours:,}",
-                "official instructions/call": f"{theirs:,}",
-                "ratio": f"{theirs / ours:.2f}x fewer",
-            }
-        )
+        row: dict[str, str] = {"era": era}
+        counts = {case: per_call(case, mode, calls) for case in cases}
+        for case, count in counts.items():
+            row[f"{case} instructions/call"] = f"{count:,}"
+        if "ours" in counts and "official" in counts:
+            row["ratio"] = f"{counts['official'] / counts['ours']:.2f}x fewer"
+        rows.append(row)
         print(rows[-1], flush=True)
     save("instructions", rows)
-    print(table(rows, ["era", "mcpgen instructions/call", "official instructions/call", "ratio"]))
+    print(table(rows, list(rows[0])))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=400)
-    main(parser.parse_args().calls)
+    parser.add_argument("--cases", default="ours,official", help=f"comma-separated, of {', '.join(CASES)}")
+    arguments = parser.parse_args()
+    chosen = [case.strip() for case in arguments.cases.split(",") if case.strip()]
+    unknown = set(chosen) - set(CASES)
+    if unknown:
+        raise SystemExit(f"unknown cases: {', '.join(sorted(unknown))} (choose from {', '.join(CASES)})")
+    main(arguments.calls, chosen)

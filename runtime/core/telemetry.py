@@ -19,7 +19,8 @@ meter_provider=...)`), every request a session handles or sends is
   ambient context at the server, an HTTP server span say, becomes a link).
 
 Without the package nothing of it is imported and nothing runs; with the package but no SDK
-configured, one check per request (is a provider set yet?) is all it costs.
+configured, a clock read per request is all it costs (the global providers are looked at once a
+second until one is set).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _NAMED_TARGET = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt
 _URI_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 _TRANSPORTS = {"stdio": ("pipe", None), "http": ("tcp", "http")}
 _SCOPE = "mcpgen"
+RECHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -106,11 +108,18 @@ class Instrumentation:
         self._tracer: Any = None
         self._histogram: Any = None
         self._ready = False
+        self._next_look = 0.0
 
     def ready(self) -> bool:
-        """Is an SDK configured (providers given, or set globally), so there is something to do?"""
+        """Is an SDK configured (providers given, or set globally), so there is something to do?
+        Until one is, the global providers are looked at once a second at most (a provider set
+        later is picked up within a second), so an unconfigured process pays a clock read."""
         if self._ready:
             return True
+        now = time.monotonic()
+        if now < self._next_look:
+            return False
+        self._next_look = now + RECHECK_SECONDS
         from opentelemetry import metrics, trace
 
         tracer_provider = self.options.tracer_provider

@@ -51,7 +51,9 @@ def otel() -> Iterator[Otel]:
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     metrics = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[metrics])
-    yield Otel(spans, metrics, Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider), tracer_provider)
+    yield Otel(
+        spans, metrics, Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider), tracer_provider
+    )
     tracer_provider.shutdown()
     meter_provider.shutdown()
 

@@ -160,4 +160,8 @@ async def test_mcp_errors_keep_their_code_message_and_data(mode: str) -> None:
     async with connected(server, mode=mode) as client:
         with pytest.raises(McpError) as raised:
             await client.call_tool("precise")
-        assert (raised.value.code, raised.value.message, raised.value.data) == (-32050, "quota exhausted", {"resetIn": 30})
+        assert (raised.value.code, raised.value.message, raised.value.data) == (
+            -32050,
+            "quota exhausted",
+            {"resetIn": 30},
+        )

@@ -50,7 +50,7 @@ def test_a_second_registration_of_a_name_is_an_error() -> None:
     with pytest.raises(ValueError, match="resource 'mem://r'"):
         server.add_resource(lambda: "s", "mem://r")
     server.add_resource_template(lambda id: id, "mem://t/{id}")
-    with pytest.raises(ValueError, match="resource template 'mem://t/{id}'"):
+    with pytest.raises(ValueError, match=r"resource template 'mem://t/\{id\}'"):
         server.add_resource_template(lambda id: id, "mem://t/{id}")
     assert server.tools["add"].fn is add, "the first registration stays"
 

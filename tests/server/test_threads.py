@@ -78,7 +78,9 @@ BLOCKING: dict[str, Callable[[Client], Awaitable[Any]]] = {
     "tool": lambda client: client.call_tool("blocking"),
     "prompt": lambda client: client.get_prompt("slow_prompt"),
     "resource": lambda client: client.read_resource("mem://slow"),
-    "completion": lambda client: client.complete({"type": "ref/prompt", "name": "slow_prompt"}, {"name": "x", "value": ""}),
+    "completion": lambda client: client.complete(
+        {"type": "ref/prompt", "name": "slow_prompt"}, {"name": "x", "value": ""}
+    ),
 }
 
 
