@@ -4,11 +4,12 @@ Timings on a shared machine move by tens of percent between runs; instruction co
 Each case runs under `valgrind --tool=callgrind` twice, with 0 and with N calls after the same
 warm-up, and the difference divided by N is the cost of one call (client and server together).
 
-Cases: `ours` (the server as it comes: no middleware, telemetry as installed), `ours-quiet`
-(telemetry turned off on both sides: what a process without `opentelemetry-api` runs),
-`ours-middleware` (one pass-through request middleware), `ours-tool-middleware` (one
-pass-through tool middleware), `ours-async` (the tool as an `async def`: no worker thread),
-`official`.
+Cases: `ours` (the server as it comes: a plain `def` tool, in a worker thread; no middleware;
+telemetry as installed, with no SDK configured), then variants joined by `-`: `quiet` (telemetry
+turned off on both sides: what a process without `opentelemetry-api` runs), `middleware` (one
+pass-through request middleware), `toolmiddleware` (one pass-through tool middleware), `async`
+(the tool as an `async def`: on the event loop, no worker thread); and `official`. A checkout
+before the server toolkit runs `ours` and `ours-async` (PYTHONPATH pointing at its `mcpgen`).
 
     python bench/bench_instructions.py [--calls 400] [--cases ours,official]
 """
@@ -34,29 +35,35 @@ sys.path.insert(0, {here!r})
 import bench_roundtrip as b
 
 async def ours_case(mode, n, variant):
-    from mcpgen.runtime import Client, Diagnostics, Middleware, Server, Telemetry
-
-    class PassRequests(Middleware):
-        async def on_request(self, request, call_next):
-            return await call_next()
-
-    class PassTools(Middleware):
-        async def on_tool_call(self, call, call_next):
-            return await call_next()
+    from mcpgen.runtime import Client, Server
 
     async def async_add(a: int, b: int) -> int:
         return a + b
 
     options, client_options = {{}}, {{}}
-    if variant == "quiet":
+    if "quiet" in variant:
+        from mcpgen.runtime import Diagnostics, Telemetry
+
         options["diagnostics"] = Diagnostics(telemetry=Telemetry(enabled=False))
         client_options["telemetry"] = Telemetry(enabled=False)
-    elif variant == "middleware":
+    if "middleware" in variant:
+        from mcpgen.runtime import Middleware
+
+        class PassRequests(Middleware):
+            async def on_request(self, request, call_next):
+                return await call_next()
+
         options["middleware"] = [PassRequests()]
-    elif variant == "tool-middleware":
+    if "toolmiddleware" in variant:
+        from mcpgen.runtime import Middleware
+
+        class PassTools(Middleware):
+            async def on_tool_call(self, call, call_next):
+                return await call_next()
+
         options["middleware"] = [PassTools()]
     server = Server("bench", logging=False, **options)
-    server.add_tool(async_add if variant == "async" else b._typed_add, name="add")
+    server.add_tool(async_add if "async" in variant else b._typed_add, name="add")
     async with Client(server, mode=mode, **client_options) as client:
         for _ in range(50 + n):
             await client.call_tool("add", {{"a": 1, "b": 2}})
@@ -77,9 +84,18 @@ who = sys.argv[1]
 if who == "official":
     anyio.run(official, sys.argv[2], int(sys.argv[3]))
 else:
-    anyio.run(ours_case, sys.argv[2], int(sys.argv[3]), who[len("ours-"):] if who != "ours" else "")
+    anyio.run(ours_case, sys.argv[2], int(sys.argv[3]), set(who.split("-")[1:]))
 """
-CASES = ("ours", "ours-quiet", "ours-middleware", "ours-tool-middleware", "ours-async", "official")
+CASES = (
+    "ours",
+    "ours-quiet",
+    "ours-middleware",
+    "ours-toolmiddleware",
+    "ours-async",
+    "ours-async-quiet",
+    "ours-async-middleware",
+    "official",
+)
 
 
 def instructions(who: str, mode: str, calls: int) -> int:
