@@ -205,3 +205,32 @@ def test_without_the_package_nothing_is_imported() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["ok None None", "[]"]
+
+
+def test_a_global_provider_set_later_is_found_within_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without providers the global ones are looked at once a second (a clock read otherwise),
+    so an SDK configured after the server was made is picked up."""
+    from types import SimpleNamespace
+
+    from mcpgen.runtime.core import telemetry
+    from opentelemetry import trace
+
+    now = [100.0]
+    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: now[0], perf_counter=lambda: now[0]))
+    looked: list[bool] = []
+    provider = TracerProvider()
+
+    def global_provider() -> Any:
+        looked.append(True)
+        return provider if now[0] >= 100.5 else trace.ProxyTracerProvider()
+
+    monkeypatch.setattr(trace, "get_tracer_provider", global_provider)
+    instrumentation = telemetry.Instrumentation(Telemetry(), "server")
+    assert not instrumentation.ready() and len(looked) == 1
+    now[0] = 100.5  # an SDK is configured now
+    assert not instrumentation.ready() and len(looked) == 1, "within the second: the clock only"
+    now[0] = 101.0
+    assert instrumentation.ready() and len(looked) == 2
+    now[0] = 500.0
+    assert instrumentation.ready() and len(looked) == 2, "found once, kept"
+    provider.shutdown()
