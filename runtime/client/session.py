@@ -7,7 +7,7 @@ subscriptions; the client's callbacks run on the session's ordered worker, never
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.session import IncomingRequest, Session
@@ -20,6 +20,7 @@ from .options import OutgoingRequest
 from .subscriptions import Subscription, event_for
 
 if TYPE_CHECKING:
+    from ..core.telemetry import Instrumentation
     from . import Client
     from .eras import EraSpeaking
 
@@ -52,18 +53,29 @@ class ClientSession(Session):
 
     # -- hooks and telemetry around what is sent and received --------------------------------
 
-    async def send_request(self, method: str, params: Mapping[str, Any] | None = None, **options: Any) -> Any:
-        """`Session.send_request`, inside the `on_request` hook and the telemetry span when there are."""
-        hook = self.client.hooks.on_request
+    def send_request(
+        self, method: str, params: Mapping[str, Any] | None = None, **options: Any
+    ) -> Coroutine[Any, Any, Any]:
+        """`Session.send_request`, inside the `on_request` hook and the telemetry span when there
+        are. (A plain function returning the coroutine to await: no frame of its own otherwise.)"""
         telemetry = self.client.telemetry
         traced = telemetry is not None and telemetry.ready()
-        if hook is None and not traced:
-            return await super().send_request(method, params, **options)
+        if self.client.hooks.on_request is None and not traced:
+            return super().send_request(method, params, **options)
+        return self._observed(method, params, telemetry if traced else None, options)
+
+    async def _observed(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        telemetry: Instrumentation | None,
+        options: dict[str, Any],
+    ) -> Any:
         request_id = options.pop("request_id", None)
         if request_id is None:
             request_id = self.next_id()
         body = dict(params) if params is not None else None
-        if telemetry is None or not traced:
+        if telemetry is None:
             return await self._hooked(method, body, request_id, options)
         with telemetry.sending(method, body, request_id, self.version, self.context.kind) as (outcome, carrier):
             if carrier:  # the trace context travels in `_meta`

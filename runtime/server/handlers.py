@@ -113,7 +113,8 @@ async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
             call = ToolCall(tool.name, kwargs, tool, ctx)
             value = await run_chain(server.middleware.tools, call, lambda: _run_tool(server, tool, call.arguments, ctx))
         else:
-            value = await _run_tool(server, tool, kwargs, ctx)
+            limiter = server.thread_limiter()
+            value = await invoke(tool.callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=limiter)
     except (McpError, InputRequired):
         raise
     except (ToolError, NotFound) as exc:  # meant for the model

@@ -10,7 +10,7 @@ negotiated.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from .input import check_input_capabilities
 if TYPE_CHECKING:
     from mcpgen.generated._spec import MethodSpec
 
+    from ..core.telemetry import Instrumentation
     from . import Server
 
 log = logging.getLogger("mcpgen.runtime.server")
@@ -119,19 +120,24 @@ class ServerSession(Session):
         call = Call(request.method, request.params, request.context.headers, self.handshake_version)
         return self.server.router.route(call)
 
-    async def handle_request(self, request: IncomingRequest) -> Any:
+    def handle_request(self, request: IncomingRequest) -> Coroutine[Any, Any, Any]:
+        """Route the request and return the coroutine that serves it (inside a telemetry span when
+        there is one). A plain function: no frame of its own on every request."""
         route = request.route if request.route is not None else self.route(request)
         telemetry = self.server.telemetry
         if telemetry is not None and telemetry.ready():
-            version = route.version if isinstance(route, Route) else None
-            context = request.context
-            with telemetry.handling(
-                request.method, request.params, request.id, version, context.kind, context.headers
-            ) as outcome:
-                result = await self._handle(request, route)
-                outcome.result(request.method, result)
-                return result
-        return await self._handle(request, route)
+            return self._traced(request, route, telemetry)
+        return self._handle(request, route)
+
+    async def _traced(self, request: IncomingRequest, route: Route | Rejection, telemetry: Instrumentation) -> Any:
+        version = route.version if isinstance(route, Route) else None
+        context = request.context
+        with telemetry.handling(
+            request.method, request.params, request.id, version, context.kind, context.headers
+        ) as outcome:
+            result = await self._handle(request, route)
+            outcome.result(request.method, result)
+            return result
 
     async def _handle(self, request: IncomingRequest, route: Route | Rejection) -> Any:
         if isinstance(route, Rejection):

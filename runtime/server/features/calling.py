@@ -19,7 +19,7 @@ import functools
 import inspect
 import threading
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -181,29 +181,47 @@ class Resolution:
         return value
 
 
-async def invoke(
+def invoke(
     callee: Callee,
     kwargs: dict[str, Any],
     ctx: Any,
     *,
     overrides: Mapping[Callable[..., Any], Callable[..., Any]],
     limiter: CapacityLimiter | None,
-) -> Any:
-    """Call a handler: the context and the injected parameters filled in, a plain `def` in a worker thread."""
+) -> Awaitable[Any]:
+    """Call a handler: the context and the injected parameters filled in, a plain `def` in a worker
+    thread. (A plain function returning what to await: an `async def` handler without injected
+    parameters is awaited with no frame of ours around it.)"""
     if callee.context_param is not None:
         kwargs[callee.context_param] = ctx
     if not callee.dependencies:
-        return await run(callee, kwargs, limiter)
+        return run(callee, kwargs, limiter)
+    return _injected(callee, kwargs, ctx, overrides, limiter)
+
+
+async def _injected(
+    callee: Callee,
+    kwargs: dict[str, Any],
+    ctx: Any,
+    overrides: Mapping[Callable[..., Any], Callable[..., Any]],
+    limiter: CapacityLimiter | None,
+) -> Any:
     resolution = Resolution(ctx, overrides)
     async with resolution.stack:
         await resolution.fill(kwargs, callee.dependencies)
         return await run(callee, kwargs, limiter)
 
 
-async def run(callee: Callee, kwargs: Mapping[str, Any], limiter: CapacityLimiter | None) -> Any:
+def run(callee: Callee, kwargs: Mapping[str, Any], limiter: CapacityLimiter | None) -> Awaitable[Any]:
+    """The handler's own coroutine (`async def`), or its call in a worker thread (plain `def`)."""
     if callee.is_async:
-        return await callee.fn(**kwargs)
-    value = await anyio.to_thread.run_sync(functools.partial(_in_worker, callee.fn, kwargs), limiter=limiter)
+        awaitable: Awaitable[Any] = callee.fn(**kwargs)
+        return awaitable
+    return _in_thread(callee.fn, kwargs, limiter)
+
+
+async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], limiter: CapacityLimiter | None) -> Any:
+    value = await anyio.to_thread.run_sync(functools.partial(_in_worker, fn, kwargs), limiter=limiter)
     if inspect.isawaitable(value):  # a plain function that returned an awaitable: awaited on the loop
         value = await value
     return value
