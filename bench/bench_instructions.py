@@ -17,6 +17,7 @@ before the server toolkit runs `ours` and `ours-async` (PYTHONPATH pointing at i
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -103,6 +104,7 @@ def instructions(who: str, mode: str, calls: int) -> int:
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c",
          DRIVER.format(here=str(HERE)), who, mode, str(calls)],
         capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # string hashes decide dict and set layouts: the same every run
     )  # fmt: skip
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
     assert found, done.stderr[-2000:]
