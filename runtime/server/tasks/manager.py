@@ -379,7 +379,8 @@ class TaskManager:
     async def listen_for(self, ctx: RequestContext, wanted: Any, honoured: dict[str, Any]) -> frozenset[str]:
         """The task ids a `subscriptions/listen` request asks to hear about and may: put in
         `honoured` (`taskIds`). -32021 when the request did not declare the extension."""
-        extra = getattr(wanted, "model_extra", None) or {}
+        # the filter as on the wire (`serve_listen` reads it so); a model's unknown keys otherwise
+        extra = wanted if isinstance(wanted, Mapping) else (getattr(wanted, "model_extra", None) or {})
         asked = extra.get("taskIds")
         ext = self.extension(ctx.protocol_version)
         if asked is None or ext is None or not self.active:
