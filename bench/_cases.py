@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE / "servers"))
 
 from apps import TOOL_NAMES, official_server, ours_server  # noqa: E402
 
-__all__ = ["TOOL_NAMES", "connect", "kind_label", "official_server", "ours_server", "runs_on"]
+__all__ = ["TOOL_NAMES", "connect", "kind_label", "official_server", "ours_server", "ours_variant", "runs_on"]
 
 ERAS = {"handshake (2025-11-25)": "legacy", "modern (2026-07-28)": "2026-07-28"}
 KINDS = tuple(TOOL_NAMES)  # "sync", "async"
@@ -27,10 +27,12 @@ ARGS = {"a": 1, "b": 2}
 
 
 @asynccontextmanager
-async def connect(side: str, transport: str, mode: str, server: Any = None) -> AsyncIterator[Any]:
+async def connect(
+    side: str, transport: str, mode: str, server: Any = None, client_options: dict[str, Any] | None = None
+) -> AsyncIterator[Any]:
     """A connected client of `side`'s library to a server built with the same library: in this
     process ("memory": `Client(server)` for both; `server` shares one between clients) or a child
-    process ("stdio")."""
+    process ("stdio"). `client_options`: more keywords for mcpgen's `Client`."""
     if side == "mcpgen":
         from mcpgen.runtime import Client
 
@@ -39,7 +41,8 @@ async def connect(side: str, transport: str, mode: str, server: Any = None) -> A
             if transport == "memory"
             else [sys.executable, str(HERE / "servers" / "ours_stdio.py")]
         )
-        async with Client(target, mode="handshake" if mode == "legacy" else mode) as client:  # its own word
+        mode = "handshake" if mode == "legacy" else mode  # its own word
+        async with Client(target, mode=mode, **(client_options or {})) as client:
             yield client
     else:
         from mcp import Client as OfficialClient
@@ -52,6 +55,40 @@ async def connect(side: str, transport: str, mode: str, server: Any = None) -> A
         )
         async with OfficialClient(target, mode=mode) as client:
             yield client
+
+
+VARIANTS = ("quiet", "middleware", "toolmiddleware")
+"""What mcpgen's server may add, joined by "-" (`quiet-middleware`): `quiet` (telemetry off on
+both sides: what a process without `opentelemetry-api` runs), `middleware` (one pass-through
+request middleware), `toolmiddleware` (one pass-through tool middleware)."""
+
+
+def ours_variant(variant: str) -> tuple[Any, dict[str, Any]]:
+    """mcpgen's bench server for a variant ("" for the server as it comes), and the client's options."""
+    from mcpgen.runtime import Diagnostics, Middleware, Telemetry
+
+    words = set(variant.split("-")) - {""}
+    unknown = words - set(VARIANTS)
+    if unknown:
+        raise SystemExit(f"unknown variant: {', '.join(sorted(unknown))} (of {', '.join(VARIANTS)})")
+    server, client_options = ours_server(), {}
+    if "quiet" in words:
+        server = ours_server(diagnostics=Diagnostics(telemetry=Telemetry(enabled=False)))
+        client_options["telemetry"] = Telemetry(enabled=False)
+
+    class PassRequests(Middleware):
+        async def on_request(self, request: Any, call_next: Any) -> Any:
+            return await call_next()
+
+    class PassTools(Middleware):
+        async def on_tool_call(self, call: Any, call_next: Any) -> Any:
+            return await call_next()
+
+    if "middleware" in words:
+        server.add_middleware(PassRequests())
+    if "toolmiddleware" in words:
+        server.add_middleware(PassTools())
+    return server, client_options
 
 
 async def runs_on(client: Any) -> str:

@@ -8,7 +8,15 @@ warm-up, and the difference divided by N is the cost of one call (client and ser
 whatever its library does to run it (the official SDK hands it to a worker thread; the table says
 where each ran).
 
+mcpgen's server is counted as it comes (telemetry as installed, with no SDK configured; no
+middleware) and, with `--variants`, with what a variant adds (`_cases.VARIANTS`, joined by `-`):
+`quiet` (telemetry off on both sides: what a process without `opentelemetry-api` runs),
+`middleware` (one pass-through request middleware), `toolmiddleware` (one pass-through tool
+middleware); `plain` is the server as it comes. Each process runs with PYTHONHASHSEED=0 (string
+hashes decide dict and set layouts: runs of the same code differed by up to 2% without it).
+
     python bench/bench_instructions.py [--calls 300] [--jobs 1] [--eras handshake,modern] [--tools sync,async]
+        [--variants plain,quiet,middleware,toolmiddleware]
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _cases import ERAS, KINDS, SIDES, kind_label
+from _cases import ERAS, KINDS, VARIANTS, kind_label
 from _util import child_env, command, save_tables
 
 HERE = Path(__file__).resolve().parent
@@ -32,10 +40,12 @@ DRIVER = """
 import sys
 import anyio
 sys.path.insert(0, {here!r})
-from _cases import ARGS, TOOL_NAMES, connect, runs_on
+from _cases import ARGS, TOOL_NAMES, connect, ours_variant, runs_on
 
 async def main(side, mode, kind, n):
-    async with connect(side, "memory", mode) as client:
+    library, _, variant = side.partition("-")
+    server, client_options = ours_variant(variant) if library == "mcpgen" else (None, {{}})
+    async with connect(library, "memory", mode, server, client_options) as client:
         print(await runs_on(client))
         for _ in range({warm_up} + n):
             await client.call_tool(TOOL_NAMES[kind], ARGS)
@@ -50,7 +60,7 @@ def instructions(side: str, mode: str, kind: str, calls: int) -> tuple[int, str]
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", driver,
          side, mode, kind, str(calls)],
-        capture_output=True, text=True, check=True, env=child_env(),
+        capture_output=True, text=True, check=True, env=child_env(PYTHONHASHSEED="0"),
     )  # fmt: skip
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
     assert found, done.stderr[-2000:]
@@ -62,7 +72,10 @@ def prime(side: str, mode: str) -> None:
     (a first run that compiles and caches it would count the compiling)."""
     driver = DRIVER.format(here=str(HERE), warm_up=WARM_UP)
     subprocess.run(
-        [sys.executable, "-c", driver, side, mode, "sync", "0"], capture_output=True, check=True, env=child_env()
+        [sys.executable, "-c", driver, side, mode, "sync", "0"],
+        capture_output=True,
+        check=True,
+        env=child_env(PYTHONHASHSEED="0"),
     )
 
 
@@ -73,12 +86,18 @@ def per_call(case: tuple[str, str, str], calls: int) -> tuple[int, str]:
     return (total - base) // calls, where
 
 
-def main(calls: int, jobs: int, eras: list[str], kinds: list[str]) -> None:
+def side_of(variant: str) -> str:
+    """The driver's side for one of mcpgen's variants ("mcpgen", "mcpgen-quiet-middleware", ...)."""
+    return "mcpgen" if variant == "plain" else f"mcpgen-{variant}"
+
+
+def main(calls: int, jobs: int, eras: list[str], kinds: list[str], variants: list[str]) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (Debian: apt-get install valgrind)")
     chosen = {era: mode for era, mode in ERAS.items() if era.split()[0] in eras}
-    cases = [(side, mode, kind) for mode in chosen.values() for kind in kinds for side in SIDES]
-    for side in SIDES:
+    sides = [*(side_of(variant) for variant in variants), "official"]
+    cases = [(side, mode, kind) for mode in chosen.values() for kind in kinds for side in sides]
+    for side in sides:
         for mode in chosen.values():
             prime(side, mode)
     with ThreadPoolExecutor(jobs) as pool:
@@ -86,28 +105,33 @@ def main(calls: int, jobs: int, eras: list[str], kinds: list[str]) -> None:
     rows = []
     for era, mode in chosen.items():
         for kind in kinds:
-            ours, ours_where = counted["mcpgen", mode, kind]
             theirs, theirs_where = counted["official", mode, kind]
-            rows.append(
-                {
-                    "era": era,
-                    "tool": kind,
-                    "where the tool ran": kind_label(kind, {"mcpgen": ours_where, "official": theirs_where}),
-                    "mcpgen instructions/call": f"{ours:,}",
-                    "official instructions/call": f"{theirs:,}",
-                    "ratio": f"{theirs / ours:.2f}x fewer",
-                }
-            )
-            print(rows[-1], flush=True)
+            for variant in variants:
+                ours, ours_where = counted[side_of(variant), mode, kind]
+                rows.append(
+                    {
+                        "era": era,
+                        "tool": kind,
+                        "mcpgen variant": variant,
+                        "where the tool ran": kind_label(kind, {"mcpgen": ours_where, "official": theirs_where}),
+                        "mcpgen instructions/call": f"{ours:,}",
+                        "official instructions/call": f"{theirs:,}",
+                        "ratio": f"{theirs / ours:.2f}x fewer",
+                    }
+                )
+                print(rows[-1], flush=True)
     table: dict[str, Any] = {
         "title": "CPU instructions per in-memory tools/call round trip (callgrind)",
-        "keys": ["era", "tool"],
+        "keys": ["era", "tool", "mcpgen variant"],
         "columns": list(rows[0]),
         "rows": rows,
         "command": command(),
         "notes": [
             f"(instructions with {calls} calls - with 0 calls) / {calls}, both after {WARM_UP} warm-up calls;"
-            " client and server in one process (Client(server) on both sides); deterministic to about 0.1%"
+            " client and server in one process (Client(server) on both sides); PYTHONHASHSEED=0;"
+            " deterministic to about 0.1%",
+            "mcpgen variants: plain (as it comes), quiet (telemetry off), middleware (one pass-through request"
+            " middleware), toolmiddleware (one pass-through tool middleware), joined by '-'",
         ],
     }
     save_tables("instructions", [table])
@@ -119,5 +143,12 @@ if __name__ == "__main__":
     parser.add_argument("--jobs", type=int, default=1, help="cases run at once (counts do not depend on it)")
     parser.add_argument("--eras", default="handshake,modern")
     parser.add_argument("--tools", default=",".join(KINDS))
+    parser.add_argument(
+        "--variants", default="plain", help=f"mcpgen's server: plain, or of {', '.join(VARIANTS)} joined by '-'"
+    )
     options = parser.parse_args()
-    main(options.calls, options.jobs, options.eras.split(","), options.tools.split(","))
+    variants = [v.strip() for v in options.variants.split(",") if v.strip()]
+    for variant in variants:
+        if variant != "plain" and not set(variant.split("-")) <= set(VARIANTS):
+            raise SystemExit(f"unknown variant {variant!r}: plain, or of {', '.join(VARIANTS)} joined by '-'")
+    main(options.calls, options.jobs, options.eras.split(","), options.tools.split(","), variants)

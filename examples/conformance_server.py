@@ -26,7 +26,15 @@ from pydantic import BaseModel, Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-from mcpgen.runtime import InternalError, MissingClientCapability, RequestContext, Sealing, Server, mcp_header
+from mcpgen.runtime import (
+    InternalError,
+    MissingClientCapability,
+    RequestContext,
+    Sealing,
+    Server,
+    ToolError,
+    mcp_header,
+)
 from mcpgen.runtime.protocol.capabilities import has_capability
 from mcpgen.runtime.protocol.input_requests import elicit, list_roots, sample
 from mcpgen.runtime.server.http.app import close_sse_stream
@@ -102,7 +110,7 @@ async def test_tool_with_progress(ctx: RequestContext) -> str:
 @server.tool()
 def test_error_handling() -> str:
     """Always fails (an isError result)."""
-    raise RuntimeError("This tool intentionally returns an error for testing")
+    raise ToolError("This tool intentionally returns an error for testing")
 
 
 @server.tool()

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 import anyio
-from mcpgen.runtime import RequestContext, Server, ServerLimits, TaskOptions
+from mcpgen.runtime import RequestContext, Server, ServerLimits, TaskOptions, ToolError
 from mcpgen.runtime.protocol.input_requests import elicit, elicit_url, list_roots, sample
 from pydantic import BaseModel, Field
 
@@ -87,8 +87,9 @@ async def long_job(seconds: float = 1.0) -> str:
 
 @server.tool()
 def fail(message: str = "something went wrong") -> str:
-    """Always fails: the error comes back as an `isError` result."""
-    raise RuntimeError(message)
+    """Always fails: the error comes back as an `isError` result whose text is the message (a
+    `ToolError` is meant for the model; any other exception would say only that the tool failed)."""
+    raise ToolError(message)
 
 
 @server.tool()

@@ -15,6 +15,7 @@ from .client import (
     ClientLimits,
     Event,
     InputHandlers,
+    OutgoingRequest,
     Subscription,
     TaskCancelled,
     TaskState,
@@ -24,6 +25,7 @@ from .client import (
 from .client.http import http
 from .core.memory import memory_pair
 from .core.stdio import stdio, stdio_client, stdio_server
+from .core.telemetry import Telemetry
 from .core.transport import Connector, Transport, TransportContext
 from .protocol import wire
 from .protocol.errors import (
@@ -59,13 +61,32 @@ from .protocol.errors import (
 )
 from .protocol.input_requests import InputRequired, elicit, elicit_url, list_roots, sample
 from .protocol.tables import Protocol, VersionRegistry
-from .server import Caching, Elicited, RequestContext, Sealing, Server, ServerLimits, TaskOptions
+from .server import (
+    Audio,
+    Caching,
+    Depends,
+    Diagnostics,
+    Elicited,
+    File,
+    Image,
+    NotFound,
+    RequestContext,
+    Sealing,
+    Server,
+    ServerLimits,
+    TaskOptions,
+    ToolError,
+    visible_by_scopes,
+)
 from .server.features import Context, mcp_header
+from .server.hooks import CallNext, Middleware, RateLimit, RequestInfo, RequestLogging, Timing, ToolCall
 
 __all__ = [
+    "Audio",
     "AuthError",
     "AuthorizationRequired",
     "Caching",
+    "CallNext",
     "CapabilityError",
     "Client",
     "ClientChecks",
@@ -74,11 +95,15 @@ __all__ = [
     "ConnectionClosed",
     "Connector",
     "Context",
+    "Depends",
+    "Diagnostics",
     "ElicitationError",
     "Elicited",
     "EndpointNotFound",
     "Event",
+    "File",
     "HeaderMismatch",
+    "Image",
     "InputError",
     "InputHandlers",
     "InputRequired",
@@ -91,15 +116,21 @@ __all__ = [
     "McpRuntimeError",
     "MessageTooLarge",
     "MethodNotFound",
+    "Middleware",
     "MissingClientCapability",
     "MissingInputHandler",
     "NegotiationError",
+    "NotFound",
+    "OutgoingRequest",
     "PaginationError",
     "ParseError",
     "Protocol",
     "ProtocolError",
+    "RateLimit",
     "RemoteProtocolError",
     "RequestContext",
+    "RequestInfo",
+    "RequestLogging",
     "RequestTimeout",
     "ResponseStreamLost",
     "Sealing",
@@ -111,7 +142,11 @@ __all__ = [
     "TaskCancelled",
     "TaskOptions",
     "TaskState",
+    "Telemetry",
     "Timeouts",
+    "Timing",
+    "ToolCall",
+    "ToolError",
     "ToolTask",
     "Transport",
     "TransportContext",
@@ -127,5 +162,6 @@ __all__ = [
     "stdio",
     "stdio_client",
     "stdio_server",
+    "visible_by_scopes",
     "wire",
 ]

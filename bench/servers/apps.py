@@ -45,10 +45,10 @@ def where() -> str:
 TOOLS = (add, add_async, where)
 
 
-def ours_server() -> Server:
+def ours_server(**options: Any) -> Server:
     from mcpgen.runtime import Server
 
-    server = Server("bench", logging=False)
+    server = Server("bench", logging=False, **options)
     for tool in TOOLS:
         server.add_tool(tool)
     return server

@@ -32,6 +32,7 @@ from ..core.correlation import ProgressCallback
 from ..core.memory import InProcess
 from ..core.session import DEFAULT, Timeout
 from ..core.stdio import stdio
+from ..core.telemetry import Telemetry, instrument
 from ..core.transport import Connector, Servable, Transport
 from ..core.worker import call
 from ..protocol.capabilities import merge_capabilities
@@ -58,6 +59,7 @@ from .options import (
     DeprecatedClientOptions,
     ElicitationHandler,
     InputHandlers,
+    OutgoingRequest,
     SamplingHandler,
     Timeouts,
     resolve_client_options,
@@ -116,8 +118,10 @@ class Client(TypedCalls):
       request; on a handshake-era server, its experimental tasks): `call_tool` waits for them, or
       gives back a `ToolTask` with `wait=False`;
     - the groups: `inputs` (`InputHandlers`: sampling, elicitation, roots, the input driver),
-      `timeouts` (`Timeouts`), `limits` (`ClientLimits`), `hooks` (`ClientHooks`: change and
-      log callbacks), `checks` (`ClientChecks`).
+      `timeouts` (`Timeouts`), `limits` (`ClientLimits`), `hooks` (`ClientHooks`: change, log
+      and notification callbacks, a hook around every request sent), `checks` (`ClientChecks`);
+    - `telemetry`: OpenTelemetry settings (`Telemetry`; on by default when `opentelemetry-api` is
+      installed and an SDK configured).
 
     The keywords these groups replace still work for one release, with a `DeprecationWarning`.
     """
@@ -140,6 +144,7 @@ class Client(TypedCalls):
         hooks: ClientHooks | None = None,
         checks: ClientChecks | None = None,
         tasks: bool = False,
+        telemetry: Telemetry | None = None,
         **deprecated: Unpack[DeprecatedClientOptions],
     ) -> None:
         options = resolve_client_options(
@@ -164,6 +169,8 @@ class Client(TypedCalls):
         check_callback("ClientHooks.on_list_changed", hooks_.on_list_changed, 1)
         check_callback("ClientHooks.on_resource_updated", hooks_.on_resource_updated, 1)
         check_callback("ClientHooks.on_log", hooks_.on_log, 3)
+        check_callback("ClientHooks.on_notification", hooks_.on_notification, 2)
+        check_callback("ClientHooks.on_request", hooks_.on_request, 2)
         self.mode = mode
         self.target = connector_for(server, auth=auth, timeout=options.timeouts.request, registry=self.registry)
         self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
@@ -178,6 +185,7 @@ class Client(TypedCalls):
         self.limits = options.limits
         self.hooks = hooks_
         self.checks = options.checks
+        self.telemetry = instrument(telemetry, "client")
         self.inputs = InputAnswerer(self, options.inputs, options.limits.max_input_rounds)
         self.output_checker = OutputChecker(self) if options.checks.structured_output else None
         self.requests = RequestPipeline(self)
@@ -462,6 +470,7 @@ __all__ = [
     "ElicitationHandler",
     "Event",
     "InputHandlers",
+    "OutgoingRequest",
     "SamplingHandler",
     "Subscription",
     "TaskCancelled",

@@ -87,19 +87,51 @@ class InputHandlers:
     state_only_pause: float = 0.0
 
 
+@dataclass
+class OutgoingRequest:
+    """A request the client is about to send, as `ClientHooks.on_request` sees it: change
+    `params` (the JSON object, `_meta` included) to change what is sent.
+
+    Attributes:
+        method: the request's method.
+        params: the request's params (None: none).
+        request_id: the request's JSON-RPC id.
+        version: the negotiated protocol version (None while negotiating).
+    """
+
+    method: str
+    params: dict[str, Any] | None
+    request_id: str | int
+    version: str | None  # the negotiated version (None while negotiating)
+
+
+CallNext = Callable[[], Awaitable[Any]]
+RequestHook = Callable[[OutgoingRequest, CallNext], Awaitable[Any]]
+"""`async def hook(request, call_next) -> result`: wraps every request the client sends."""
+
+
 @dataclass(frozen=True)
 class ClientHooks:
     """Callbacks for what the server announces, run in order on the connection's callback worker
-    (never on its reader, so they may make calls of their own).
+    (never on its reader, so they may make calls of their own), and a hook around what the
+    client sends.
 
     - `on_list_changed(kind)`: a list changed (`tools`, `prompts`, `resources`);
     - `on_resource_updated(uri)`: a subscribed resource changed;
-    - `on_log(level, data, logger)`: a log message.
+    - `on_log(level, data, logger)`: a log message;
+    - `on_notification(method, params)`: every notification from the server (progress and
+      cancellations included), before the callbacks above;
+    - `on_request(request, call_next)`: wraps every request the client sends (the negotiation's
+      included, and each retry): it sees `request.method`, `.params`, `.request_id`, `.version`,
+      may change the params, return a result (the raw result object) without sending, raise, or
+      call on and look at what came back (the raw result object, before it is checked).
     """
 
     on_list_changed: Callable[[str], Any] | None = None
     on_resource_updated: Callable[[str | None], Any] | None = None
     on_log: Callable[[Any, Any, Any], Any] | None = None
+    on_notification: Callable[[str, dict[str, Any]], Any] | None = None
+    on_request: RequestHook | None = None
 
 
 @dataclass(frozen=True)

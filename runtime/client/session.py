@@ -7,6 +7,7 @@ subscriptions; the client's callbacks run on the session's ordered worker, never
 
 from __future__ import annotations
 
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.session import IncomingRequest, Session
@@ -15,10 +16,12 @@ from ..protocol.capabilities import has_capability, missing_paths
 from ..protocol.errors import InvalidParams, MethodNotFound
 from ..protocol.keys import HANDSHAKE_METHOD, REQUEST, SUBSCRIPTION_ID_KEY
 from ..protocol.wire import is_request_id
+from .options import OutgoingRequest
 from .subscriptions import Subscription, event_for
 from .tasks import NOTIFICATIONS
 
 if TYPE_CHECKING:
+    from ..core.telemetry import Instrumentation
     from . import Client
     from .eras import EraSpeaking
 
@@ -49,7 +52,68 @@ class ClientSession(Session):
         spec = self.client.registry.spec(self.version, "notifications/cancelled")
         return spec is not None and spec.direction.allows("client")
 
+    # -- hooks and telemetry around what is sent and received --------------------------------
+
+    def send_request(
+        self, method: str, params: Mapping[str, Any] | None = None, **options: Any
+    ) -> Coroutine[Any, Any, Any]:
+        """`Session.send_request`, inside the `on_request` hook and the telemetry span when there
+        are. (A plain function returning the coroutine to await: no frame of its own otherwise.)"""
+        telemetry = self.client.telemetry
+        traced = telemetry is not None and telemetry.ready()
+        if self.client.hooks.on_request is None and not traced:
+            return super().send_request(method, params, **options)
+        return self._observed(method, params, telemetry if traced else None, options)
+
+    async def _observed(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        telemetry: Instrumentation | None,
+        options: dict[str, Any],
+    ) -> Any:
+        request_id = options.pop("request_id", None)
+        if request_id is None:
+            request_id = self.next_id()
+        body = dict(params) if params is not None else None
+        if telemetry is None:
+            return await self._hooked(method, body, request_id, options)
+        with telemetry.sending(method, body, request_id, self.version, self.context.kind) as (outcome, carrier):
+            if carrier:  # the trace context travels in `_meta`
+                body = dict(body or {})
+                meta = body.get("_meta")
+                body["_meta"] = {**(meta if isinstance(meta, Mapping) else {}), **carrier}
+            result = await self._hooked(method, body, request_id, options)
+            outcome.result(method, result)
+            return result
+
+    async def _hooked(
+        self, method: str, body: dict[str, Any] | None, request_id: str | int, options: dict[str, Any]
+    ) -> Any:
+        hook = self.client.hooks.on_request
+        if hook is None:
+            return await Session.send_request(self, method, body, request_id=request_id, **options)
+        request = OutgoingRequest(method, body, request_id, self.version)
+
+        async def call_next() -> Any:
+            return await Session.send_request(self, request.method, request.params, request_id=request_id, **options)
+
+        return await hook(request, call_next)
+
+    async def _on_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:
+        observer = self.client.hooks.on_notification
+        if observer is not None:
+            await self.callbacks.put(observer, method, params or {})
+        await super()._on_notification(method, params, context)
+
     async def handle_request(self, request: IncomingRequest) -> Any:
+        telemetry = self.client.telemetry
+        if telemetry is None or not telemetry.ready():
+            return await self._answer(request)
+        with telemetry.handling(request.method, request.params, request.id, self.version, self.context.kind):
+            return await self._answer(request)
+
+    async def _answer(self, request: IncomingRequest) -> Any:
         if self.version is None or self.era is None or not self.era.rules.server_sends_requests:
             raise MethodNotFound(f"method not found: {request.method} (servers send no requests in this era)")
         spec = self.client.registry.spec(self.version, request.method)

@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from typing_extensions import Unpack
 
 from ..core.stdio import stdio_server
+from ..core.telemetry import Telemetry, instrument
 from ..core.transport import Transport
 from ..protocol.capabilities import merge_capabilities
 from ..protocol.changes import Change
@@ -36,24 +40,33 @@ from ..protocol.sealing import StateSealer
 from ..protocol.tables import VersionRegistry
 from . import handlers as builtin
 from .bus import ChangeBus, LocalBus
-from .catalog import FeatureSet, infer_capabilities, scopes_needed
+from .catalog import Feature, FeatureSet, Visibility, infer_capabilities, scopes_needed, visible_by_scopes
 from .context import Elicited, RequestContext
 from .eras import serving
+from .failures import ErrorReporter, NotFound, ToolError
 from .features import (
+    Audio,
     Context,
+    Depends,
+    File,
+    Image,
     PromptDef,
     ResourceDef,
     TemplateDef,
     ToolDef,
+    describe,
+    in_handler_thread,
     make_prompt,
     make_resource,
     make_template,
     make_tool,
 )
+from .hooks import AnyMiddleware, Chains, Lifespan, LifespanRunner, Middleware, State
 from .loading import not_while_loading
 from .options import (
     Caching,
     DeprecatedServerOptions,
+    Diagnostics,
     HttpOptions,
     Sealing,
     ServerLimits,
@@ -66,14 +79,18 @@ from .subscriptions import ListenStream
 from .tasks import TaskManager, TaskOptions, TaskSupport
 
 if TYPE_CHECKING:
+    from anyio import CapacityLimiter
+
     from ..auth.server.resource import ProtectedResource
+    from .features.calling import Callee
     from .http.app import HttpApp
+    from .http.routes import RouteHandler
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
 
-class Server:
+class Server(Generic[State]):
     """An MCP server. Register features, then `await server.serve(transport)` (or `run_stdio()`).
 
     - `name`, `version`, `title`, `instructions`: what the server tells clients about itself;
@@ -83,15 +100,22 @@ class Server:
       a key); `list_changed=False` stops advertising list-changed notifications, `logging=False`
       the logging capability;
     - `validate_results`: check every result against the table before sending it;
+    - `lifespan`: `lifespan(server)`, an async context manager run once per process while the
+      server serves; what it yields is `ctx.lifespan` in every handler (a `Server[YourState]`);
+    - `middleware`: wrapped around every request and every tool call, the first outermost
+      (`hooks.Middleware`);
+    - `visibility`: `visibility(ctx, item) -> bool` filters what each caller is shown in listings,
+      and refuses what it may not see when called (`visible_by_scopes` uses the items' `scopes=`);
     - the groups: `sealing` (`Sealing`: the keys of `requestState` and cursors; every worker of a
       deployment needs the same), `caching` (`Caching`: the cache hints of modern results),
-      `limits` (`ServerLimits`), `tasks` (`TaskOptions`: where tool calls that run as tasks are
-      kept, and for how long).
+      `limits` (`ServerLimits`: pages, input rounds, worker threads), `diagnostics`
+      (`Diagnostics`: error details, OpenTelemetry), `tasks` (`TaskOptions`: where tool calls
+      that run as tasks are kept, and for how long).
 
     The keywords these groups replace still work for one release, with a `DeprecationWarning`.
     """
 
-    def __init__(  # noqa: PLR0913 - the grouped options (see the class docstring)
+    def __init__(  # noqa: PLR0913, PLR0915 - the grouped options (see the class docstring)
         self,
         name: str,
         version: str = "0.1.0",
@@ -107,10 +131,16 @@ class Server:
         sealing: Sealing | None = None,
         caching: Caching | None = None,
         limits: ServerLimits | None = None,
+        diagnostics: Diagnostics | None = None,
         tasks: TaskOptions | None = None,
+        lifespan: Lifespan[State] | None = None,
+        middleware: Sequence[AnyMiddleware] = (),
+        visibility: Visibility | None = None,
         **deprecated: Unpack[DeprecatedServerOptions],
     ) -> None:
-        options = resolve_server_options({"sealing": sealing, "caching": caching, "limits": limits}, deprecated)
+        options = resolve_server_options(
+            {"sealing": sealing, "caching": caching, "limits": limits, "diagnostics": diagnostics}, deprecated
+        )
         self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
         self.eras = Eras(self.registry)
         self.serving = serving(self.eras)
@@ -127,19 +157,30 @@ class Server:
         self.sealing = options.sealing
         self.caching = options.caching
         self.limits = options.limits
+        self.diagnostics = options.diagnostics
+        self.errors = ErrorReporter(options.diagnostics.error_details)
+        self.telemetry = instrument(options.diagnostics.telemetry, "server")
+        self.lifespan = LifespanRunner[State](self, lifespan)
+        self.middleware = Chains(middleware)
+        self.visibility = visibility
+        self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
+        """Providers to use instead of others (`server.dependency_overrides[get_db] = fake_db`)."""
+        self.routes: dict[str, tuple[frozenset[str], RouteHandler]] = {}  # custom HTTP routes
+        self._limiter: anyio.lowlevel.RunVar[CapacityLimiter | None] = anyio.lowlevel.RunVar("mcpgen_thread_limiter")
         self._capability_overrides = dict(capabilities or {})
         self._capabilities: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.cursors = CursorSealer(options.sealing.cursor_secret)
         self.sealer = StateSealer(options.sealing.keys, options.sealing.ttl_seconds, options.sealing.seal_request_state)
-        self.tools: FeatureSet[ToolDef] = FeatureSet("tools", self._changed)
+        self.tools: FeatureSet[ToolDef] = FeatureSet("tools", self._changed, "tool")
         """The registered tools, by name, in registration order (a read-only mapping)."""
-        self.prompts: FeatureSet[PromptDef] = FeatureSet("prompts", self._changed)
+        self.prompts: FeatureSet[PromptDef] = FeatureSet("prompts", self._changed, "prompt")
         """The registered prompts, by name."""
-        self.resources: FeatureSet[ResourceDef] = FeatureSet("resources", self._changed)
+        self.resources: FeatureSet[ResourceDef] = FeatureSet("resources", self._changed, "resource")
         """The registered static resources, by URI."""
-        self.templates: FeatureSet[TemplateDef] = FeatureSet("resources", self._changed)
+        self.templates: FeatureSet[TemplateDef] = FeatureSet("resources", self._changed, "resource template")
         """The registered resource templates, by template."""
         self.completion_handler: Callable[..., Any] | None = None
+        self.completion_callee: Callee | None = None
         self.extensions: dict[str, dict[str, Any]] = {}
         self.handlers: dict[str, Handler] = {
             method: functools.partial(fn, self) for method, fn in builtin.BUILTIN.items()
@@ -241,6 +282,7 @@ class Server:
         scopes: Collection[str] = (),
         task_support: TaskSupport = "forbidden",
         defer_task: bool = False,
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(  # noqa: PLR0913 - every keyword is a documented option
@@ -256,6 +298,7 @@ class Server:
         scopes: Collection[str] = (),
         task_support: TaskSupport = "forbidden",
         defer_task: bool = False,
+        replace: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a tool (`@server.tool`, or `@server.tool(...)` with options);
         `add_tool` does the same without a decorator.
@@ -274,12 +317,14 @@ class Server:
                 tasks (see `tasks`).
             defer_task: the task begins when the handler awaits `ctx.run_as_task()`, the input
                 it asks for before that being the call's own (multi-round-trip) input.
+            replace: replace a tool registered under the same name (without it, that is an error).
 
         Returns:
             The function itself (bare use), or a decorator that registers one and returns it.
 
         Raises:
             TypeError: the function's signature cannot be described as a schema.
+            ValueError: a tool of that name is registered already (and `replace` is not set).
         """
 
         def register(f: F) -> F:
@@ -293,6 +338,7 @@ class Server:
                 scopes=scopes,
                 task_support=task_support,
                 defer_task=defer_task,
+                replace=replace,
             )
             return f
 
@@ -317,16 +363,19 @@ class Server:
         scopes: Collection[str] = (),
         task_support: TaskSupport = "forbidden",
         defer_task: bool = False,
+        replace: bool = False,
     ) -> ToolDef:
         """Register `fn` as a tool (what the `tool` decorator does), at any time: connected
         clients are told the list changed.
 
         The input schema comes from `fn`'s parameters (a `RequestContext`-annotated one is the
-        context, not an argument), the output schema from its return annotation.
+        context, and injected ones (`Depends`) are the server's to fill in: neither is an
+        argument), the output schema from its return annotation.
 
         Args:
-            fn: the function, sync or async, called with the validated arguments.
-            name: the tool's name (default: `fn.__name__`); registering a name again replaces it.
+            fn: the function, sync (run in a worker thread) or async, called with the validated
+                arguments.
+            name: the tool's name (default: `fn.__name__`).
             title: a human-readable title.
             description: what the tool does (default: `fn`'s docstring).
             annotations: the tool's behaviour hints (`readOnlyHint`, `destructiveHint`, ...).
@@ -338,6 +387,7 @@ class Server:
             scopes: the OAuth scopes a caller needs (checked by the HTTP auth middleware).
             task_support: whether calls may (`"optional"`) or must (`"required"`) run as tasks.
             defer_task: the task begins when the handler awaits `ctx.run_as_task()`.
+            replace: replace a tool registered under the same name (without it, that is an error).
 
         Returns:
             The tool's definition (its `name`, `input_schema`, `output_schema`, ...).
@@ -345,7 +395,8 @@ class Server:
         Raises:
             TypeError: `fn`'s signature cannot be described as a schema (`*args`,
                 `**kwargs`), or its return type gives an unusable output schema.
-            ValueError: `task_support` is not one of the three values.
+            ValueError: `task_support` is not one of the three values, or a tool of that name
+                is registered already (and `replace` is not set).
         """
         tool = make_tool(
             fn,
@@ -361,7 +412,7 @@ class Server:
             task_support=task_support,
             defer_task=defer_task,
         )
-        return self.tools.add(tool.name, tool)
+        return self.tools.add(tool.name, tool, replace=replace)
 
     def remove_tool(self, name: str) -> None:
         """Unregister the tool `name`; connected clients are told the list changed (nothing happens,
@@ -386,6 +437,7 @@ class Server:
         description: str | None = None,
         argument_descriptions: Mapping[str, str] | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def prompt(  # noqa: PLR0913 - every keyword is a documented option
@@ -398,6 +450,7 @@ class Server:
         description: str | None = None,
         argument_descriptions: Mapping[str, str] | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a prompt (`@server.prompt`, or `@server.prompt(...)` with options);
         `add_prompt` does the same without a decorator.
@@ -409,6 +462,7 @@ class Server:
             description: what the prompt is for (default: the function's docstring).
             argument_descriptions: a description per argument name.
             scopes: the OAuth scopes a caller needs (checked by the HTTP auth middleware).
+            replace: replace a prompt registered under the same name (without it, that is an error).
 
         Returns:
             The function itself (bare use), or a decorator that registers one and returns it.
@@ -417,7 +471,13 @@ class Server:
         def register(f: F) -> F:
             descriptions = dict(argument_descriptions or {})
             self.add_prompt(
-                f, name=name, title=title, description=description, argument_descriptions=descriptions, scopes=scopes
+                f,
+                name=name,
+                title=title,
+                description=description,
+                argument_descriptions=descriptions,
+                scopes=scopes,
+                replace=replace,
             )
             return f
 
@@ -432,20 +492,26 @@ class Server:
         description: str | None = None,
         argument_descriptions: Mapping[str, str] | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> PromptDef:
         """Register `fn` as a prompt (what the `prompt` decorator does), at any time: connected
         clients are told the list changed. The prompt's arguments are `fn`'s parameters.
 
         Args:
-            fn: the function, sync or async; it returns a string, a message, or a list of them.
-            name: the prompt's name (default: `fn.__name__`); registering a name again replaces it.
+            fn: the function, sync (run in a worker thread) or async; it returns a string, a
+                message, or a list of them (or raises `NotFound`).
+            name: the prompt's name (default: `fn.__name__`).
             title: a human-readable title.
             description: what the prompt is for (default: `fn`'s docstring).
             argument_descriptions: a description per argument name.
             scopes: the OAuth scopes a caller needs (checked by the HTTP auth middleware).
+            replace: replace a prompt registered under the same name (without it, that is an error).
 
         Returns:
             The prompt's definition.
+
+        Raises:
+            ValueError: a prompt of that name is registered already (and `replace` is not set).
         """
         prompt = make_prompt(
             fn,
@@ -456,7 +522,7 @@ class Server:
             argument_descriptions=dict(argument_descriptions) if argument_descriptions is not None else None,
             scopes=scopes,
         )
-        return self.prompts.add(prompt.name, prompt)
+        return self.prompts.add(prompt.name, prompt, replace=replace)
 
     def remove_prompt(self, name: str) -> None:
         """Unregister the prompt `name`; connected clients are told the list changed (nothing happens,
@@ -476,9 +542,11 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> Callable[[F], F]:
         """Register a static resource (`uri`) or, when `uri` has `{...}`, a resource template
-        (`add_resource` and `add_resource_template` do the same without a decorator).
+        (`add_resource` and `add_resource_template` do the same without a decorator). A handler
+        raises `NotFound` for a URI it has nothing for.
 
         Args:
             uri: the resource's URI, or an RFC 6570 template (`notes://{id}`).
@@ -488,6 +556,8 @@ class Server:
             mime_type: the MIME type of its contents.
             scopes: the OAuth scopes a caller needs for reading it, subscribing to it and
                 listening to its changes.
+            replace: replace a resource (or template) registered under the same URI (without
+                it, that is an error).
 
         Returns:
             A decorator that registers the function and returns it.
@@ -495,7 +565,7 @@ class Server:
 
         def register(f: F) -> F:
             options: dict[str, Any] = {"name": name, "title": title, "description": description}
-            options.update(mime_type=mime_type, scopes=scopes)
+            options.update(mime_type=mime_type, scopes=scopes, replace=replace)
             if "{" in uri:
                 self.add_resource_template(f, uri, **options)
             else:
@@ -515,23 +585,28 @@ class Server:
         mime_type: str | None = None,
         annotations: dict[str, Any] | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> ResourceDef:
         """Register `fn` as the static resource `uri` (what the `resource` decorator does for a
         URI without `{...}`), at any time: connected clients are told the list changed.
 
         Args:
-            fn: the function, sync or async, that returns the contents (text, bytes, a model
-                or JSON-representable data).
-            uri: the resource's URI; registering a URI again replaces it.
+            fn: the function, sync (run in a worker thread) or async, that returns the contents
+                (text, bytes, a model or JSON-representable data), or raises `NotFound`.
+            uri: the resource's URI.
             name: the resource's name (default: `fn.__name__`).
             title: a human-readable title.
             description: what the resource holds (default: `fn`'s docstring).
             mime_type: the MIME type of its contents.
             annotations: the resource's annotations (`audience`, `priority`, ...).
             scopes: the OAuth scopes a reader needs (checked by the HTTP auth middleware).
+            replace: replace a resource registered under the same URI (without it, that is an error).
 
         Returns:
             The resource's definition.
+
+        Raises:
+            ValueError: a resource of that URI is registered already (and `replace` is not set).
         """
         resource = make_resource(
             fn,
@@ -543,7 +618,7 @@ class Server:
             annotations=annotations,
             scopes=scopes,
         )
-        return self.resources.add(uri, resource)
+        return self.resources.add(uri, resource, replace=replace)
 
     def remove_resource(self, uri: str) -> None:
         """Unregister the resource `uri`; connected clients are told the list changed (nothing happens,
@@ -564,29 +639,33 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         scopes: Collection[str] = (),
+        replace: bool = False,
     ) -> TemplateDef:
         """Register `fn` as the resource template `uri_template` (RFC 6570, e.g.
         `notes://{id}`): a read of a matching URI calls `fn` with the template's variables.
 
         Args:
-            fn: the function, sync or async, with a parameter per variable of the template.
-            uri_template: the template; registering it again replaces it.
+            fn: the function, sync (run in a worker thread) or async, with a parameter per
+                variable of the template; it raises `NotFound` for a URI it has nothing for.
+            uri_template: the template.
             name: the template's name (default: `fn.__name__`).
             title: a human-readable title.
             description: what the resources hold (default: `fn`'s docstring).
             mime_type: the MIME type of their contents.
             scopes: the OAuth scopes a reader needs (checked by the HTTP auth middleware).
+            replace: replace a template registered already (without it, that is an error).
 
         Returns:
             The template's definition.
 
         Raises:
             TypeError: `fn` has no parameter for a variable of the template.
+            ValueError: the template is registered already (and `replace` is not set).
         """
         template = make_template(
             fn, uri_template, name=name, title=title, description=description, mime_type=mime_type, scopes=scopes
         )
-        return self.templates.add(uri_template, template)
+        return self.templates.add(uri_template, template, replace=replace)
 
     def remove_resource_template(self, uri_template: str) -> None:
         """Unregister the resource template `uri_template`; connected clients are told the list
@@ -600,6 +679,7 @@ class Server:
     def completion(self, fn: F) -> F:
         """Register the completion handler: `fn(ref, argument, context) -> list[str]` (or a `completion` dict)."""
         self.completion_handler = fn
+        self.completion_callee = describe(fn, {})
         self._capabilities.clear()
         return fn
 
@@ -632,6 +712,62 @@ class Server:
         self.extensions[identifier] = dict(settings or {})
         self._extensions_changed()
 
+    # -- the toolkit: lifespan, middleware, visibility, threads, routes -----------------------
+
+    def running(self) -> AbstractAsyncContextManager[State]:
+        """Hold the server's lifespan for the body (start it unless it runs already), yielding its
+        state: what serving does by itself; for tests and embedding (`async with server.running():`)."""
+        return self.lifespan.hold()
+
+    @property
+    def state(self) -> State:
+        """What the lifespan yielded (`LifespanNotRunning` while it is not running; None without a lifespan)."""
+        return self.lifespan.state
+
+    def add_middleware(self, middleware: AnyMiddleware) -> None:
+        """Add a middleware inside the ones already there (see `hooks.Middleware`).
+
+        Args:
+            middleware: a `Middleware`, or an `async def (request, call_next)` request middleware.
+        """
+        self.middleware.add(middleware)
+
+    def visible(self, ctx: RequestContext[Any], item: Feature) -> bool:
+        """May the caller of `ctx` see and use `item` (the `visibility` filter; True without one)?"""
+        return self.visibility is None or self.visibility(ctx, item)
+
+    def thread_limiter(self) -> CapacityLimiter | None:
+        """The limiter of this server's worker threads (None: anyio's default limiter)."""
+        size = self.limits.worker_threads
+        if size is None:
+            return None
+        limiter = self._limiter.get(None)  # one per event loop (a server may serve in several runs)
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(size)
+            self._limiter.set(limiter)
+        return limiter
+
+    def custom_route(self, path: str, methods: Collection[str] = ("GET",)) -> Callable[[F], F]:
+        """Serve `path` of the HTTP app with your own handler (a health check, say):
+        `async def handler(request: HttpRequest) -> HttpReply | str | bytes | dict | list`
+        (`http.routes`: text, bytes, JSON or a full reply). Routes are public: the `auth=`
+        protection and the Host/Origin checks cover the MCP endpoint only.
+
+        Args:
+            path: the route's path (under the app's root path).
+            methods: the HTTP methods it answers (`GET` answers `HEAD` too; others get 405).
+
+        Returns:
+            A decorator that registers the handler and returns it.
+        """
+        from .http.routes import check_route
+
+        def register(f: F) -> F:
+            self.routes[check_route(path, self.routes)] = (frozenset(m.upper() for m in methods), f)
+            return f
+
+        return register
+
     def scopes_for(self, message: Mapping[str, Any]) -> frozenset[str]:
         """The OAuth scopes a JSON-RPC message needs (the `scopes=` of the tool, prompt or resource
         it names): the hook the HTTP auth middleware asks (`scopes_for_request`).
@@ -653,11 +789,18 @@ class Server:
 
     def deliver(self, change: Change) -> None:
         """Send a change to the clients of every era that asked for it, here and, through the
-        change bus (`self.bus`), in the other processes of the deployment.
+        change bus (`self.bus`), in the other processes of the deployment. From a plain `def`
+        handler (a worker thread) it is done on the event loop.
 
         Args:
             change: what changed (a list kind, or a resource's URI).
         """
+        if in_handler_thread():
+            anyio.from_thread.run_sync(self._deliver, change)
+        else:
+            self._deliver(change)
+
+    def _deliver(self, change: Change) -> None:
         self.deliver_here(change)
         self.bus.publish(change)
 
@@ -675,7 +818,8 @@ class Server:
     # -- serving ---------------------------------------------------------------------------
 
     async def serve(self, transport: Transport, **session_options: Unpack[SessionOptions]) -> None:
-        """Serve one connection until it closes.
+        """Serve one connection until it closes (holding the lifespan: the first connection of the
+        process starts it, the last one stops it).
 
         Args:
             transport: the connection (from `stdio_server`, `memory_pair`, or your own `Transport`).
@@ -684,7 +828,11 @@ class Server:
         session = ServerSession(self, transport, **session_options)
         self.sessions.add(session)
         try:
-            await session.run()
+            if self.lifespan.configured:
+                async with self.lifespan.hold():
+                    await session.run()
+            else:
+                await session.run()
         finally:
             self.sessions.discard(session)
 
@@ -746,14 +894,26 @@ class Server:
 
 
 __all__ = [
+    "Audio",
     "Caching",
     "Context",
     "CursorSealer",
+    "Depends",
+    "Diagnostics",
     "Elicited",
+    "Feature",
+    "File",
+    "Image",
+    "Middleware",
+    "NotFound",
     "RequestContext",
     "Sealing",
     "Server",
     "ServerLimits",
     "ServerSession",
     "TaskOptions",
+    "Telemetry",
+    "ToolError",
+    "Visibility",
+    "visible_by_scopes",
 ]

@@ -8,13 +8,20 @@ registered (`infer_capabilities`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
 from ..protocol.changes import uri_covered
 
 if TYPE_CHECKING:
     from . import Server
-    from .features import ResourceDef, TemplateDef
+    from .context import RequestContext
+    from .features import PromptDef, ResourceDef, TemplateDef, ToolDef
+
+Feature = Union["ToolDef", "PromptDef", "ResourceDef", "TemplateDef"]
+"""Anything a server lists: a tool, a prompt, a resource or a resource template."""
+
+Visibility = Callable[["RequestContext[Any]", Feature], bool]
+"""`visibility(ctx, item) -> bool`: may the caller of this request see (and use) this item?"""
 
 MAX_URI_LENGTH = 64 * 1024  # longer URIs are refused (-32602) before any template is tried
 
@@ -22,10 +29,12 @@ T = TypeVar("T")
 
 
 class FeatureSet(Mapping[str, T], Generic[T]):
-    """Registered features of one kind, in registration order."""
+    """Registered features of one kind, in registration order. A second registration of a name
+    (or URI) is an error unless it says `replace=True`."""
 
-    def __init__(self, kind: str, on_change: Callable[[str], None]) -> None:
+    def __init__(self, kind: str, on_change: Callable[[str], None], label: str | None = None) -> None:
         self.kind = kind  # the list-changed kind: tools, prompts or resources
+        self.label = label or kind.rstrip("s")  # what one item is called in messages
         self._items: dict[str, T] = {}
         self._on_change = on_change
 
@@ -38,7 +47,10 @@ class FeatureSet(Mapping[str, T], Generic[T]):
     def __len__(self) -> int:
         return len(self._items)
 
-    def add(self, key: str, item: T) -> T:
+    def add(self, key: str, item: T, *, replace: bool = False) -> T:
+        """Register `item` under `key`; `ValueError` if `key` is taken, unless `replace`."""
+        if not replace and key in self._items:
+            raise ValueError(f"a {self.label} {key!r} is registered already (replace=True replaces it)")
         self._items[key] = item
         self._on_change(self.kind)
         return item
@@ -49,6 +61,23 @@ class FeatureSet(Mapping[str, T], Generic[T]):
             return False
         self._on_change(self.kind)
         return True
+
+
+def visible_by_scopes(ctx: RequestContext[Any], item: Feature) -> bool:
+    """A `visibility` that shows an item only to callers whose token grants all of its `scopes=`
+    (an item without scopes is everyone's; a caller without authentication sees only those).
+
+    Args:
+        ctx: the request's context (`ctx.auth`: the caller's token).
+        item: the tool, prompt, resource or template.
+
+    Returns:
+        Whether the caller may see and use `item`.
+    """
+    if not item.scopes:
+        return True
+    granted = getattr(ctx.auth, "scopes", None)
+    return isinstance(granted, (set, frozenset)) and item.scopes <= granted
 
 
 def infer_capabilities(  # noqa: PLR0913 - every keyword is a documented option

@@ -20,6 +20,7 @@ from ..protocol.errors import InvalidParams, validation_detail
 from ..protocol.input_requests import InputRequest, InputRequired
 from ..protocol.keys import LOG_LEVELS
 from .features import Context
+from .hooks.lifespan import State
 
 if TYPE_CHECKING:
     from mcpgen.generated.types import CreateMessageResult, ListRootsResult
@@ -47,11 +48,12 @@ class Elicited(Generic[M]):
         return self.action == "accept"
 
 
-class RequestContext(Context):
+class RequestContext(Context, Generic[State]):
     """The context of one request being served: what a handler declares a `RequestContext`
     parameter for. The runtime makes one per request (from the serving `session`, the incoming
     `request`, its protocol `version`, the era `serving` it and the client's `view`: capabilities,
-    info and log level); handlers do not make their own.
+    info and log level); handlers do not make their own. `RequestContext[AppState]` types
+    `ctx.lifespan` as what the server's lifespan yields.
 
     Attributes:
         protocol_version: the request's protocol version.
@@ -87,9 +89,15 @@ class RequestContext(Context):
         return self.era.self_contained
 
     @property
-    def server(self) -> Server:
+    def server(self) -> Server[State]:
         """The server serving the request."""
         return self.session.server
+
+    @property
+    def lifespan(self) -> State:
+        """What the server's lifespan yielded (None without a lifespan)."""
+        state: State = self.session.server.lifespan.state
+        return state
 
     @property
     def request_id(self) -> str | int:

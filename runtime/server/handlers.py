@@ -14,12 +14,22 @@ from typing import TYPE_CHECKING, Any
 import pydantic_core
 from pydantic import ValidationError
 
-from ..core.worker import call
 from ..protocol import wire
 from ..protocol.errors import InvalidParams, McpError, validation_detail
 from ..protocol.input_requests import InputRequired
 from .catalog import MAX_URI_LENGTH, resolve_resource
-from .features import TemplateDef, error_result, prompt_result, resource_contents, tool_result
+from .failures import NotFound, ToolError
+from .features import (
+    TemplateDef,
+    call_positional,
+    describe,
+    error_result,
+    invoke,
+    prompt_result,
+    resource_contents,
+    tool_result,
+)
+from .hooks.middleware import ToolCall, run_chain
 from .pagination import page
 from .session import HandshakeState
 from .subscriptions import serve_listen
@@ -27,14 +37,22 @@ from .subscriptions import serve_listen
 if TYPE_CHECKING:
     from . import Server
     from .context import RequestContext
+    from .features import ToolDef
 
 log = logging.getLogger("mcpgen.runtime.server")
 
 Handler = Callable[["RequestContext", Any], Awaitable[Any]]
 
 
-def _listing(server: Server, key: str, kind: str, items: list[dict[str, Any]], params: Any) -> dict[str, Any]:
-    found, next_cursor = page(server.cursors, server.limits.page_size, kind, items, getattr(params, "cursor", None))
+def _listing(  # noqa: PLR0913 - the listing's key, its cursor kind, its items
+    server: Server, ctx: RequestContext, key: str, kind: str, items: Any, params: Any, *described_with: Any
+) -> dict[str, Any]:
+    """A page of `items` the caller may see, described (with `described_with`: a tool's `execution`)."""
+    if server.visibility is None:
+        described = [item.describe(*described_with) for item in items]
+    else:
+        described = [item.describe(*described_with) for item in items if server.visibility(ctx, item)]
+    found, next_cursor = page(server.cursors, server.limits.page_size, kind, described, getattr(params, "cursor", None))
     result: dict[str, Any] = {key: found}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor
@@ -77,12 +95,12 @@ async def set_level(server: Server, ctx: RequestContext, params: Any) -> dict[st
 
 async def list_tools(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
     execution = server.tasks.lists_support(ctx.protocol_version)  # 2025-11-25: each tool's task support
-    return _listing(server, "tools", "tools", [t.describe(execution) for t in server.tools.values()], params)
+    return _listing(server, ctx, "tools", "tools", server.tools.values(), params, execution)
 
 
 async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
     tool = server.tools.get(params.name)
-    if tool is None:
+    if tool is None or (server.visibility is not None and not server.visibility(ctx, tool)):
         raise InvalidParams(f"unknown tool: {params.name}")
     try:  # as strictly as the advertised input schema says: "7" is not an integer, "yes" not a boolean
         arguments = tool.arguments.model_validate_json(pydantic_core.to_json(params.arguments or {}), strict=True)
@@ -92,27 +110,37 @@ async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
         kwargs: dict[str, Any] = {tool.model_param: arguments}
     else:
         kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
-    if tool.context_param is not None:
-        kwargs[tool.context_param] = ctx
     try:
-        value = await call(tool.fn, **kwargs)
+        if server.middleware.tools:
+            call = ToolCall(tool.name, kwargs, tool, ctx)
+            value = await run_chain(server.middleware.tools, call, lambda: _run_tool(server, tool, call.arguments, ctx))
+        else:
+            limiter = server.thread_limiter()
+            value = await invoke(tool.callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=limiter)
     except (McpError, InputRequired):
         raise
-    except Exception as exc:  # a tool error is reported to the model, not as a protocol error
-        log.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
-        return error_result(f"{type(exc).__name__}: {exc}")
+    except (ToolError, NotFound) as exc:  # meant for the model
+        return error_result(str(exc))
+    except Exception as exc:  # unexpected: the model learns that it failed, the log learns why
+        return error_result(server.errors.tool_failure(exc, tool.name))
     if isinstance(value, InputRequired):
         raise value
     return tool_result(tool, value)
 
 
+async def _run_tool(server: Server, tool: ToolDef, kwargs: dict[str, Any], ctx: RequestContext) -> Any:
+    return await invoke(
+        tool.callee, dict(kwargs), ctx, overrides=server.dependency_overrides, limiter=server.thread_limiter()
+    )
+
+
 async def list_prompts(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
-    return _listing(server, "prompts", "prompts", [p.describe() for p in server.prompts.values()], params)
+    return _listing(server, ctx, "prompts", "prompts", server.prompts.values(), params)
 
 
 async def get_prompt(server: Server, ctx: RequestContext, params: Any) -> Any:
     prompt = server.prompts.get(params.name)
-    if prompt is None:
+    if prompt is None or (server.visibility is not None and not server.visibility(ctx, prompt)):
         raise InvalidParams(f"unknown prompt: {params.name}")
     arguments = dict(params.arguments or {})
     missing = [a["name"] for a in prompt.arguments if a["required"] and a["name"] not in arguments]
@@ -120,21 +148,23 @@ async def get_prompt(server: Server, ctx: RequestContext, params: Any) -> Any:
         raise InvalidParams(f"prompt {prompt.name} is missing required arguments: {', '.join(missing)}")
     known = {a["name"] for a in prompt.arguments}
     kwargs: dict[str, Any] = {k: v for k, v in arguments.items() if k in known}
-    if prompt.context_param is not None:
-        kwargs[prompt.context_param] = ctx
-    value = await call(prompt.fn, **kwargs)
+    try:
+        value = await invoke(
+            prompt.callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=server.thread_limiter()
+        )
+    except NotFound as exc:
+        raise InvalidParams(str(exc) or f"prompt not found: {prompt.name}", data={"name": prompt.name}) from None
     if isinstance(value, InputRequired):
         raise value
     return prompt_result(prompt, value)
 
 
 async def list_resources(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
-    return _listing(server, "resources", "resources", [r.describe() for r in server.resources.values()], params)
+    return _listing(server, ctx, "resources", "resources", server.resources.values(), params)
 
 
 async def list_templates(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
-    items = [t.describe() for t in server.templates.values()]
-    return _listing(server, "resourceTemplates", "templates", items, params)
+    return _listing(server, ctx, "resourceTemplates", "templates", server.templates.values(), params)
 
 
 async def read_resource(server: Server, ctx: RequestContext, params: Any) -> Any:
@@ -142,14 +172,17 @@ async def read_resource(server: Server, ctx: RequestContext, params: Any) -> Any
     if len(uri) > MAX_URI_LENGTH:
         raise InvalidParams(f"the URI is {len(uri)} characters long, over the {MAX_URI_LENGTH}-character limit")
     found = resolve_resource(server, uri)
-    if found is None:
+    if found is None or (server.visibility is not None and not server.visibility(ctx, found[0])):
         raise ctx.era.resource_not_found(uri)
     served, variables = found
     names = served.params if isinstance(served, TemplateDef) else ()
     kwargs: dict[str, Any] = {k: v for k, v in variables.items() if k in names}
-    if served.context_param:
-        kwargs[served.context_param] = ctx
-    value = await call(served.fn, **kwargs)
+    try:
+        value = await invoke(
+            served.callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=server.thread_limiter()
+        )
+    except NotFound:
+        raise ctx.era.resource_not_found(uri) from None
     if isinstance(value, InputRequired):
         raise value
     return resource_contents(uri, served.mime_type, value)
@@ -171,8 +204,12 @@ async def listen(server: Server, ctx: RequestContext, params: Any) -> dict[str, 
 
 async def complete(server: Server, ctx: RequestContext, params: Any) -> dict[str, Any]:
     assert server.completion_handler is not None
+    callee = server.completion_callee
+    if callee is None or callee.fn is not server.completion_handler:
+        callee = server.completion_callee = describe(server.completion_handler, {})
     context = wire.to_wire(params.context) if params.context is not None else None
-    value = await call(server.completion_handler, wire.to_wire(params.ref), wire.to_wire(params.argument), context)
+    args = (wire.to_wire(params.ref), wire.to_wire(params.argument), context)
+    value = await call_positional(callee, args, server.thread_limiter())
     if isinstance(value, dict) and "completion" in value:
         return value
     values = [str(v) for v in (value or [])]

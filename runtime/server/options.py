@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .http.events import EventStore
     from .http.security import HttpSecurity
 
+from ..core.telemetry import Telemetry
+
 
 @dataclass(frozen=True)
 class Sealing:
@@ -47,11 +49,33 @@ class Caching:
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """Bounds the server keeps: `page_size` items per listing page (None: one page), and
-    `max_input_rounds` rounds of input one call may ask for."""
+    """Bounds the server keeps: `page_size` items per listing page (None: one page),
+    `max_input_rounds` rounds of input one call may ask for, and `worker_threads`: how many plain
+    `def` handlers may run at once in worker threads (None: anyio's default limiter, shared with
+    the rest of the process, 40 threads unless changed)."""
 
     page_size: int | None = 50
     max_input_rounds: int = 10
+    worker_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.worker_threads is not None and self.worker_threads < 1:
+            raise ValueError("worker_threads must be at least 1 (or None for anyio's default)")
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What the server tells about itself when things go wrong, and to whom.
+
+    - `error_details`: send an unexpected exception's type, message and traceback to the client
+      (development only: by default the client gets a generic message with an error id, and the
+      details go to the server's log under that id);
+    - `telemetry`: OpenTelemetry settings (`Telemetry`; by default on when `opentelemetry-api` is
+      installed and an SDK is configured, `Telemetry(enabled=False)` turns it off).
+    """
+
+    error_details: bool = False
+    telemetry: Telemetry | None = None
 
 
 class SessionOptions(TypedDict, total=False):
@@ -114,7 +138,7 @@ _MOVED: dict[str, tuple[str, str]] = {
     "page_size": ("limits", "page_size"),
     "max_input_rounds": ("limits", "max_input_rounds"),
 }
-_GROUP_TYPES = {"sealing": Sealing, "caching": Caching, "limits": ServerLimits}
+_GROUP_TYPES = {"sealing": Sealing, "caching": Caching, "limits": ServerLimits, "diagnostics": Diagnostics}
 
 
 @dataclass
@@ -124,6 +148,7 @@ class ServerOptions:
     sealing: Sealing = field(default_factory=Sealing)
     caching: Caching = field(default_factory=Caching)
     limits: ServerLimits = field(default_factory=ServerLimits)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
 
 
 def resolve_server_options(groups: Mapping[str, Any], deprecated: Mapping[str, Any]) -> ServerOptions:

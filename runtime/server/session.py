@@ -10,7 +10,7 @@ negotiated.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,16 +21,18 @@ from ..core.session import IncomingRequest, Session
 from ..core.transport import Transport, TransportContext
 from ..core.worker import OrderedWorker
 from ..protocol import wire
-from ..protocol.errors import InternalError, validation_detail
+from ..protocol.errors import InternalError, McpError, validation_detail
 from ..protocol.input_requests import InputRequired
 from ..protocol.keys import HANDSHAKE_METHOD
 from ..protocol.routing import Call, Rejection, Route
 from .context import RequestContext
+from .hooks.middleware import RequestHook, RequestInfo, run_chain
 from .input import check_input_capabilities
 
 if TYPE_CHECKING:
     from mcpgen.generated._spec import MethodSpec
 
+    from ..core.telemetry import Instrumentation
     from . import Server
 
 log = logging.getLogger("mcpgen.runtime.server")
@@ -108,6 +110,23 @@ class ServerSession(Session):
         if not self.closed:
             self.outbox.submit(self._send_quietly, method, params)
 
+    async def send_request(self, method: str, params: Mapping[str, Any] | None = None, **options: Any) -> Any:
+        """`Session.send_request` (a server's own request: input from a handshake-era client),
+        inside a telemetry span when there is one, with the trace context in `_meta`."""
+        telemetry = self.server.telemetry
+        if telemetry is None or not telemetry.ready():
+            return await super().send_request(method, params, **options)
+        request_id = options.pop("request_id", None)
+        if request_id is None:
+            request_id = self.next_id()
+        body = dict(params) if params is not None else None
+        with telemetry.sending(method, body, request_id, self.handshake_version, self.context.kind) as (_, carrier):
+            if carrier:
+                body = dict(body or {})
+                meta = body.get("_meta")
+                body["_meta"] = {**(meta if isinstance(meta, Mapping) else {}), **carrier}
+            return await super().send_request(method, body, request_id=request_id, **options)
+
     async def _send_quietly(self, method: str, params: dict[str, Any] | None) -> None:
         try:
             await self.send_notification(method, params)
@@ -126,33 +145,93 @@ class ServerSession(Session):
             )
         return self.server.router.route(call)
 
-    async def handle_request(self, request: IncomingRequest) -> Any:
+    def handle_request(self, request: IncomingRequest) -> Coroutine[Any, Any, Any]:
+        """Route the request and return the coroutine that serves it (inside a telemetry span when
+        there is one). A plain function: no frame of its own on every request."""
         route = request.route if request.route is not None else self.route(request)
+        telemetry = self.server.telemetry
+        if telemetry is not None and telemetry.ready():
+            return self._traced(request, route, telemetry)
+        return self._handle(request, route)
+
+    async def _traced(self, request: IncomingRequest, route: Route | Rejection, telemetry: Instrumentation) -> Any:
+        version = route.version if isinstance(route, Route) else None
+        context = request.context
+        with telemetry.handling(
+            request.method, request.params, request.id, version, context.kind, context.headers
+        ) as outcome:
+            result = await self._handle(request, route)
+            outcome.result(request.method, result)
+            return result
+
+    async def _handle(self, request: IncomingRequest, route: Route | Rejection) -> Any:
         if isinstance(route, Rejection):
             raise route.error()
-        return await self.execute(request, route)
+        try:
+            return await self.execute(request, route)
+        except McpError:
+            raise
+        except Exception as exc:  # unexpected: a generic error with an id, the details in the log
+            raise self.server.errors.internal(exc, f"the {request.method} handler") from None
 
     def execute(self, request: IncomingRequest, route: Route) -> Awaitable[Any]:
-        """Serve a routed request: run its handler (again, while it asks for input), finish the
-        result; a call that may become a task goes to the server's tasks (`tasks`). (A plain
-        function returning the coroutine to await: no frame of its own on every request.)"""
+        """Serve a routed request: run its handler (again, while it asks for input) inside the
+        server's request middleware, finish the result; a call that may become a task goes to the
+        server's tasks (`tasks`). (A plain function returning the coroutine to await: no frame of
+        its own on every request.)"""
         era, spec = self.server.serving[route.era.name], route.spec
-        ctx = RequestContext(self, request, route.version, era, era.client_view(request, self))
-        era.open_input(ctx, spec)
+        ctx: RequestContext[Any] = RequestContext(self, request, route.version, era, era.client_view(request, self))
         handler = self.server.handlers[spec.method]
-        if spec.method in self.server.tasks.augmented:
-            return self.server.tasks.execute(ctx, spec, route.params, handler)
-        return self.run_handler(ctx, spec, route.params, handler)
+        augmented = spec.method in self.server.tasks.augmented
+        hooks = self.server.middleware.requests
+        if not hooks:
+            era.open_input(ctx, spec)
+            if augmented:
+                return self.server.tasks.execute(ctx, spec, route.params, handler)
+            return self.run_handler(ctx, spec, route.params, handler)
+        return self._chained(hooks, ctx, spec, route, handler, augmented)
 
-    async def run_handler(self, ctx: RequestContext, spec: MethodSpec, params: Any, handler: Any) -> Any:
+    async def _chained(  # noqa: PLR0913 - the request, its handler, and whether it may become a task
+        self,
+        hooks: Sequence[RequestHook],
+        ctx: RequestContext[Any],
+        spec: MethodSpec,
+        route: Route,
+        handler: Any,
+        augmented: bool,
+    ) -> dict[str, Any]:
+        """`execute` inside the request middleware: what the chain returns is finished, unless it
+        is the answer the tasks side finished already."""
+        info = RequestInfo(spec.method, route.params, route.era.name, route.version, ctx)
+        finished: list[Any] = []
+
+        async def inner() -> Any:
+            ctx.serving.open_input(ctx, spec)
+            if not augmented:
+                return await self._run(ctx, spec, info.params, handler)
+            answer = await self.server.tasks.execute(ctx, spec, info.params, handler)
+            finished.append(answer)
+            return answer
+
+        result = await run_chain(hooks, info, inner)
+        if finished and result is finished[0]:
+            answer: dict[str, Any] = result
+            return answer
+        return self.finish(spec, ctx, result)
+
+    async def run_handler(self, ctx: RequestContext[Any], spec: MethodSpec, params: Any, handler: Any) -> Any:
         """Run a handler (again, while it asks for input the way the request's era does) and finish its result."""
+        return self.finish(spec, ctx, await self._run(ctx, spec, params, handler))
+
+    async def _run(self, ctx: RequestContext[Any], spec: MethodSpec, params: Any, handler: Any) -> Any:
+        """The handler's result, asking for input (and running it again) while it asks."""
         era = ctx.serving
         rounds = 0
         while True:
             try:
                 result = await handler(ctx, params)
                 if not isinstance(result, InputRequired):
-                    return self.finish(spec, ctx, result)
+                    return result
                 raise result
             except InputRequired as asked:
                 rounds += 1
@@ -160,7 +239,7 @@ class ServerSession(Session):
                 check_input_capabilities(ctx, asked)
                 final = await era.ask_for_input(ctx, spec, asked)
                 if final is not None:
-                    return self.finish(spec, ctx, final)
+                    return final
 
     def check_may_ask(self, spec: MethodSpec, rounds: int) -> None:
         """May `spec`'s handler ask for input (again, for the `rounds`-th time)? InternalError if not."""

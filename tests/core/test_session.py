@@ -121,7 +121,8 @@ async def test_a_handler_that_raises_is_an_internal_error() -> None:
     async with raw_server(make_server()) as peer:
         reply = await peer.request(1, "tools/list", {"_meta": meta()})
         assert reply["error"]["code"] == -32603
-        assert "ZeroDivisionError" in reply["error"]["message"]
+        assert "ZeroDivisionError" not in reply["error"]["message"], "the exception stays on the server"
+        assert reply["error"]["data"]["errorId"] in reply["error"]["message"]
         await still_serving(peer)
 
 

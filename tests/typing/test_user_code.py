@@ -41,3 +41,22 @@ async def test_tools_that_ask_for_input_publish_only_their_own_output() -> None:
         assert tools["add"].output_schema is not None
         with pytest.raises(MissingClientCapability, match="elicitation"):  # no elicitation handler declared
             await client.call_tool("delete", {"item": "y"})
+
+
+async def test_the_user_toolkit_server_runs_as_written() -> None:
+    sys.path.insert(0, str(HERE))
+    try:
+        import user_toolkit
+    finally:
+        sys.path.remove(str(HERE))
+    stats = user_toolkit.timing.stats.get("tools/call lookup")
+    before = stats.count if stats else 0
+    seen = await user_toolkit.main()
+    assert seen[0] == "chart,count,crash,lookup,raw,report", "`wipe` needs a scope the caller lacks"
+    assert "text='A'" in seen[1], "the second `lookup` replaced the first"
+    assert seen[2] == "{'result': 1}", "the generator provider's view of the lifespan's database"
+    assert seen[3] == "crash is_error=True"
+    assert seen[4] == "text image audio resource"
+    assert seen[5].startswith("not found -32")
+    assert "modern tools/call crash" in user_toolkit.audit.seen
+    assert user_toolkit.timing.stats["tools/call lookup"].count == before + 1

@@ -22,7 +22,9 @@ def wire_object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
 
 
 def is_context(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, Context)
+    """`RequestContext`, a subclass, or a parameterised one (`RequestContext[AppState]`)."""
+    origin = typing.get_origin(annotation) or annotation
+    return isinstance(origin, type) and issubclass(origin, Context)
 
 
 def _context_names() -> dict[str, Any]:

@@ -7,20 +7,25 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import dump, hints, is_content, is_context, text, wire_object
+from .calling import Callee, describe
+from .common import dump, hints, is_content, text, wire_object
+from .content import media_block
 
 
 @dataclass
 class PromptDef:
     name: str
-    fn: Callable[..., Any]
+    callee: Callee
     description: str | None
     title: str | None
     arguments: list[dict[str, Any]]
     content_types: frozenset[str]
-    context_param: str | None = None
     icons: list[dict[str, Any]] | None = None
     scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        return self.callee.fn
 
     def describe(self) -> dict[str, Any]:
         return wire_object(
@@ -43,11 +48,11 @@ def make_prompt(  # noqa: PLR0913 - every keyword is a documented option
     scopes: Collection[str] = (),
 ) -> PromptDef:
     found = hints(fn)
-    context = None
+    callee = describe(fn, found)
+    skipped = callee.not_from_client
     arguments = []
     for pname, param in inspect.signature(fn).parameters.items():
-        if is_context(found.get(pname, param.annotation)):
-            context = pname
+        if pname in skipped:
             continue
         argument: dict[str, Any] = {"name": pname, "required": param.default is inspect.Signature.empty}
         if argument_descriptions and pname in argument_descriptions:
@@ -55,23 +60,31 @@ def make_prompt(  # noqa: PLR0913 - every keyword is a documented option
         arguments.append(argument)
     return PromptDef(
         name=name or fn.__name__,
-        fn=fn,
+        callee=callee,
         description=description if description is not None else inspect.getdoc(fn),
         title=title,
         arguments=arguments,
         content_types=frozenset(content_types),
-        context_param=context,
         scopes=frozenset(scopes),
     )
 
 
+def _content(value: Any) -> Any:
+    if isinstance(value, str):
+        return text(value)
+    block = media_block(value)
+    return block if block is not None else dump(value)
+
+
 def _message(prompt: PromptDef, item: Any) -> dict[str, Any]:
+    block = media_block(item)
+    if block is not None:
+        return {"role": "user", "content": block}
     item = dump(item)
     if isinstance(item, str):
         return {"role": "user", "content": text(item)}
     if isinstance(item, dict) and "role" in item:
-        content = item.get("content")
-        return {**item, "content": text(content) if isinstance(content, str) else dump(content)}
+        return {**item, "content": _content(item.get("content"))}
     if is_content(item, prompt.content_types):
         return {"role": "user", "content": item}
     raise TypeError(f"prompt {prompt.name} returned {type(item).__name__}, not a message")

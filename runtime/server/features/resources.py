@@ -10,20 +10,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol.uritemplate import UriTemplate
-from .common import context_param, dump, pydantic_json, wire_object
+from .calling import Callee, describe
+from .common import dump, pydantic_json, wire_object
+from .content import Audio, File, Image
 
 
 @dataclass
 class ResourceDef:
     uri: str
     name: str
-    fn: Callable[..., Any]
+    callee: Callee
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
     annotations: dict[str, Any] | None = None
-    context_param: str | None = None
     scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        return self.callee.fn
 
     def describe(self) -> dict[str, Any]:
         return wire_object(
@@ -39,13 +44,16 @@ class ResourceDef:
 class TemplateDef:
     template: UriTemplate
     name: str
-    fn: Callable[..., Any]
+    callee: Callee
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
-    context_param: str | None = None
     params: tuple[str, ...] = field(default_factory=tuple)
     scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        return self.callee.fn
 
     def describe(self) -> dict[str, Any]:
         return wire_object(
@@ -63,18 +71,18 @@ def make_resource(fn: Callable[..., Any], uri: str, **kw: Any) -> ResourceDef:
     return ResourceDef(
         uri=uri,
         name=name,
-        fn=fn,
+        callee=describe(fn),
         description=description if description is not None else inspect.getdoc(fn),
-        context_param=context_param(fn),
         **kw,
     )
 
 
 def make_template(fn: Callable[..., Any], uri_template: str, **kw: Any) -> TemplateDef:
     template = UriTemplate(uri_template)
-    context = context_param(fn)
+    callee = describe(fn)
     signature = inspect.signature(fn)
-    params = tuple(p for p in signature.parameters if p != context)
+    skipped = callee.not_from_client
+    params = tuple(p for p in signature.parameters if p not in skipped)
     missing = set(template.variables) - set(params)
     if missing and not any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values()):
         raise TypeError(f"resource template {uri_template}: the function has no parameter for {sorted(missing)}")
@@ -84,15 +92,18 @@ def make_template(fn: Callable[..., Any], uri_template: str, **kw: Any) -> Templ
     return TemplateDef(
         template=template,
         name=name,
-        fn=fn,
+        callee=callee,
         description=description if description is not None else inspect.getdoc(fn),
-        context_param=context,
         params=params,
         **kw,
     )
 
 
 def _entry(uri: str, mime_type: str | None, item: Any) -> dict[str, Any]:
+    if isinstance(item, File):
+        return {**item.contents(), "uri": item.uri or uri}
+    if isinstance(item, (Image, Audio)):
+        return {"uri": uri, "mimeType": item.mime_type, "blob": item.block()["data"]}
     item = dump(item)
     if isinstance(item, dict) and "uri" in item and ("text" in item or "blob" in item):
         return item

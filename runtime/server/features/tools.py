@@ -33,7 +33,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ...protocol.errors import validation_detail
 from ...protocol.schema_check import SchemaCheck, defects
-from .common import dump, hints, is_content, is_context, pydantic_json, text, wire_object, without_input_required
+from .calling import Callee, describe
+from .common import dump, hints, is_content, pydantic_json, text, wire_object, without_input_required
+from .content import is_media_type, media_block
 
 HEADER_KEYWORD = "x-mcp-header"
 
@@ -55,7 +57,7 @@ def mcp_header(name: str, **field_options: Any) -> Any:
 @dataclass
 class ToolDef:
     name: str
-    fn: Callable[..., Any]
+    callee: Callee
     description: str | None
     title: str | None
     input_schema: dict[str, Any]
@@ -65,13 +67,17 @@ class ToolDef:
     annotations: dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
-    context_param: str | None = None
     model_param: str | None = None  # the one parameter that takes the whole arguments model
     wrap_result: bool = False  # structured output of a non-object type goes under "result"
     output_adapter: TypeAdapter[Any] | None = None
     scopes: frozenset[str] = field(default_factory=frozenset)  # OAuth scopes a caller needs
     task_support: Literal["forbidden", "optional", "required"] = "forbidden"  # may/must its calls run as tasks
     defer_task: bool = False  # the task begins at `ctx.run_as_task()` (input asked before it, synchronously)
+
+    @property
+    def fn(self) -> Callable[..., Any]:
+        """The function that implements the tool."""
+        return self.callee.fn
 
     def describe(self, execution: bool = False) -> dict[str, Any]:
         """The tool as listed; `execution`: with its task support (2025-11-25's `execution.taskSupport`)."""
@@ -120,41 +126,41 @@ def _is_content_model(model: type[BaseModel], content_types: Collection[str]) ->
     return "content" in fields
 
 
-def _is_content_item(annotation: Any, content_types: Collection[str]) -> bool:
-    """Is every value of `annotation` a content block (or a string, which becomes text)?"""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _is_content_item(typing.get_args(annotation)[0], content_types)
-    if annotation is str:
-        return True
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return _is_content_model(annotation, content_types)
-    members = _union_members(annotation)
-    return bool(members) and all(_is_content_item(member, content_types) for member in members)
+_SEQUENCES = (list, tuple, collections.abc.Sequence)
 
 
 def _union_members(annotation: Any) -> tuple[Any, ...]:
-    """The members of a union (`A | B`, `Union[A, B]`, a type alias of one), else ()."""
-    value = getattr(annotation, "__value__", None)  # a `TypeAliasType`
-    if value is not None:
-        return _union_members(value)
+    """The members of a union (`A | B`, `Union[A, B]`), else ()."""
     origin = typing.get_origin(annotation)
     if origin is typing.Union or (origin is not None and origin is getattr(types, "UnionType", None)):
         return typing.get_args(annotation)
     return ()
 
 
-def _is_structured(annotation: Any, content_types: Collection[str]) -> bool:
-    if annotation in (inspect.Signature.empty, None, type(None), str, Any):
-        return False
+def _is_content_annotation(annotation: Any, content_types: Collection[str]) -> bool:
+    """Text, an image/audio/file helper, a content block model, or a list or union of these
+    (through `Annotated` and type aliases)."""
+    if annotation is str or is_media_type(annotation):
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _is_content_model(annotation, content_types)
+    value = getattr(annotation, "__value__", None)  # a `TypeAliasType`
+    if value is not None:
+        return _is_content_annotation(value, content_types)
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
-        return _is_structured(typing.get_args(annotation)[0], content_types)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return not _is_content_model(annotation, content_types)
-    if origin in (list, tuple, collections.abc.Sequence):
-        items = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-        return not (items and all(_is_content_item(item, content_types) for item in items))
-    return True
+        return _is_content_annotation(typing.get_args(annotation)[0], content_types)
+    if origin in _SEQUENCES:
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+    else:
+        args = [a for a in _union_members(annotation) if a is not type(None)]
+    return bool(args) and all(_is_content_annotation(a, content_types) for a in args)
+
+
+def _is_structured(annotation: Any, content_types: Collection[str]) -> bool:
+    if annotation in (inspect.Signature.empty, None, type(None), Any):
+        return False
+    return not _is_content_annotation(annotation, content_types)
 
 
 def _output_schema(adapter: TypeAdapter[Any], returns: Any, tool_name: str) -> tuple[dict[str, Any], bool]:
@@ -176,15 +182,15 @@ def _output_schema(adapter: TypeAdapter[Any], returns: Any, tool_name: str) -> t
 
 
 def _arguments(
-    fn: Callable[..., Any], tool_name: str, found: dict[str, Any]
-) -> tuple[type[BaseModel], str | None, str | None]:
-    """The arguments model, the context parameter and the whole-model parameter of `fn`."""
-    context = None
+    fn: Callable[..., Any], tool_name: str, found: dict[str, Any], callee: Callee
+) -> tuple[type[BaseModel], str | None]:
+    """The arguments model and the whole-model parameter of `fn` (the context and injected
+    parameters are the server's to fill in, not the client's)."""
     fields: dict[str, Any] = {}
+    skipped = callee.not_from_client
     for pname, param in inspect.signature(fn).parameters.items():
         annotation = found.get(pname, param.annotation)
-        if is_context(annotation):
-            context = pname
+        if pname in skipped:
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"tool {tool_name}: *args and **kwargs parameters cannot be described as a schema")
@@ -194,8 +200,8 @@ def _arguments(
     if len(fields) == 1:
         ((only, (annotation, _)),) = fields.items()
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            return annotation, context, only
-    return pydantic.create_model(f"{tool_name}Arguments", **fields), context, None
+            return annotation, only
+    return pydantic.create_model(f"{tool_name}Arguments", **fields), None
 
 
 def make_tool(  # noqa: PLR0913 - every keyword is a documented option
@@ -218,7 +224,8 @@ def make_tool(  # noqa: PLR0913 - every keyword is a documented option
         raise ValueError(f"task_support must be 'forbidden', 'optional' or 'required', not {task_support!r}")
     tool_name = name or fn.__name__
     found = hints(fn)
-    arguments, context, model_param = _arguments(fn, tool_name, found)
+    callee = describe(fn, found)
+    arguments, model_param = _arguments(fn, tool_name, found, callee)
     returns = without_input_required(found.get("return", inspect.signature(fn).return_annotation))
     structured = _is_structured(returns, content_types) if structured_output is None else structured_output
     output_schema, wrap, adapter = None, False, None
@@ -227,7 +234,7 @@ def make_tool(  # noqa: PLR0913 - every keyword is a documented option
         output_schema, wrap = _output_schema(adapter, returns, tool_name)
     return ToolDef(
         name=tool_name,
-        fn=fn,
+        callee=callee,
         description=description if description is not None else inspect.getdoc(fn),
         title=title,
         input_schema=_object_schema(arguments.model_json_schema()),
@@ -237,7 +244,6 @@ def make_tool(  # noqa: PLR0913 - every keyword is a documented option
         annotations=annotations,
         icons=icons,
         meta=meta,
-        context_param=context,
         model_param=model_param,
         wrap_result=wrap,
         output_adapter=adapter,
@@ -284,6 +290,17 @@ def _checked(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _is_content_value(value: Any, content_types: Collection[str]) -> bool:
+    return isinstance(value, str) or media_block(value) is not None or is_content(value, content_types)
+
+
+def _content_item(value: Any) -> Any:
+    if isinstance(value, str):
+        return text(value)
+    block = media_block(value)
+    return block if block is not None else dump(value)
+
+
 def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 - one return per kind of input
     """A tool's return value as a `CallToolResult` object."""
     dumped = dump(value)
@@ -296,10 +313,13 @@ def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 -
         return {"content": []}
     if isinstance(value, str):
         return {"content": [text(value)]}
+    block = media_block(value)
+    if block is not None:
+        return {"content": [block]}
     if is_content(value, tool.content_types):
         return {"content": [dumped]}
-    if isinstance(value, (list, tuple)) and all(is_content(v, tool.content_types) or isinstance(v, str) for v in value):
-        return {"content": [text(v) if isinstance(v, str) else dump(v) for v in value]}
+    if isinstance(value, (list, tuple)) and all(_is_content_value(v, tool.content_types) for v in value):
+        return {"content": [_content_item(v) for v in value]}
     structured = pydantic_json(value)
     result: dict[str, Any] = {"content": [text(json.dumps(structured, ensure_ascii=False))]}
     if isinstance(structured, dict):  # structured content is an object (2025-11-25 requires it)

@@ -15,9 +15,11 @@ DELETE for sessions; 405 otherwise), `Content-Type: application/json` (415), an 
 both JSON and SSE (406), the body size limit (413), then JSON-RPC decoding (400 with -32700 or
 -32600). No input makes the app raise: whatever reaches it gets an HTTP answer.
 
-Serving needs the ASGI lifespan (uvicorn and hypercorn send it): sessions, idle-session reaping
-and the change bus run in it. Mounted inside another app (Starlette, FastAPI), pass this app's
-`lifespan` to the outer one: `Starlette(routes=[Mount("/", app)], lifespan=app.lifespan)`.
+Serving needs the ASGI lifespan (uvicorn and hypercorn send it): the server's own `lifespan`,
+sessions, idle-session reaping and the change bus run in it. Mounted inside another app
+(Starlette, FastAPI), pass this app's `lifespan` to the outer one:
+`Starlette(routes=[Mount("/", app)], lifespan=app.lifespan)` (or enter `app.run()` in yours).
+Custom routes (`server.custom_route`) are served next to the endpoint.
 The authenticated principal, if an authentication middleware put one in the scope under
 `mcpgen.auth`, reaches handlers as `ctx.auth`. `auth=` (a `mcpgen.runtime.auth.ProtectedResource`)
 builds that middleware in: the protected resource metadata is served (before the Host/Origin
@@ -60,6 +62,7 @@ from .asgi import (
 )
 from .events import EventStore, MemoryEventStore
 from .modern import refuse_posted, serve_modern
+from .routes import serve_route
 from .security import HttpSecurity
 from .sessions import SESSION_HEADER, HandshakeSessions
 
@@ -140,7 +143,7 @@ class HttpApp:
         store's change feed) for the body."""
         if self._task_group is not None:
             raise RuntimeError("this app is running already")
-        async with anyio.create_task_group() as tg:
+        async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
             self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
@@ -217,6 +220,8 @@ class HttpApp:
         if self.auth is not None and scope.get("path") in self.auth.metadata_paths:
             await self.auth(scope, receive, send)  # the protected resource metadata: public
             return
+        if self.server.routes and await self._custom(scope, receive, exchange):
+            return
         if self.path is not None and self._route_path(scope) != self.path:
             await exchange.respond(404, b"Not Found", b"text/plain; charset=utf-8")
             return
@@ -230,6 +235,27 @@ class HttpApp:
             await self.auth(scope, receive, send)  # then `_dispatch`, with the principal in the scope
         else:
             await self._serve(scope, headers, exchange, receive)
+
+    async def _custom(self, scope: Scope, receive: Receive, exchange: HttpResponse) -> bool:
+        """Serve a custom route (`server.custom_route`), if the path is one."""
+        found = self.server.routes.get(self._route_path(scope))
+        if found is None:
+            return False
+        methods, handler = found
+        method = str(scope.get("method", ""))
+        if method not in methods and not (method == "HEAD" and "GET" in methods):
+            allowed = ", ".join(sorted(methods)).encode("latin-1")
+            await exchange.respond(405, b"Method Not Allowed", b"text/plain; charset=utf-8", [(b"allow", allowed)])
+            return True
+        try:
+            await serve_route(handler, scope, receive, exchange)
+        except (Disconnected, BodyTimeout):
+            raise  # the request's own end (a 408 for a body too slow), as for the MCP endpoint
+        except Exception:
+            log.exception("the custom route %s failed", scope.get("path"))
+            if not exchange.started:
+                await exchange.respond(500, b"Internal Server Error", b"text/plain; charset=utf-8")
+        return True
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The endpoint behind the authorization middleware."""

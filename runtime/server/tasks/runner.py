@@ -138,9 +138,9 @@ class TaskRun:
         except McpError as exc:
             await self._outcome(error=exc)
             return
-        except Exception as exc:  # a bug of the handler's or ours: the task fails, the server goes on
-            log.exception("the %s task failed", self.spec.method)
-            await self._outcome(error=InternalError(f"Internal error: {type(exc).__name__}: {exc}"))
+        except Exception as exc:  # a bug of the handler's or ours: the task fails (an error id, the
+            # details in the log unless the server's diagnostics send them), the server goes on
+            await self._outcome(error=self.manager.server.errors.internal(exc, f"the {self.spec.method} task"))
             return
         await self._outcome(result=result)
 

@@ -331,3 +331,43 @@ async def test_the_connection_closing_fails_its_running_tasks() -> None:
     record = await server.tasks.store.get(created["taskId"])
     assert record is not None and record.status == "failed"
     assert record.error is not None and "stopped" in record.error["message"] and "z" in gates.cancelled
+
+
+async def test_middleware_wraps_a_call_that_becomes_a_task() -> None:
+    """The server toolkit's middleware around the tasks extension: request middleware answers with
+    the CreateTaskResult (as sent, not finished twice), tool middleware runs in the task's
+    background run, and a request middleware's own answer to a task-capable call is finished."""
+    from mcpgen.runtime import CallNext, Middleware, RequestInfo, ToolCall
+
+    answered: list[Any] = []
+    tools_called: list[tuple[str, dict[str, Any]]] = []
+
+    class Watch(Middleware):
+        async def on_request(self, request: RequestInfo, call_next: CallNext) -> Any:
+            if request.target == "plain" and request.method == "tools/call":
+                return {"content": [{"type": "text", "text": "from middleware"}]}  # finished by the server
+            result = await call_next()
+            if request.method == "tools/call":
+                answered.append(result)
+            return result
+
+        async def on_tool_call(self, call: ToolCall, call_next: CallNext) -> Any:
+            tools_called.append((call.name, dict(call.arguments)))
+            call.arguments["text"] = call.arguments["text"].upper()
+            return await call_next()
+
+    server, _ = make_server()
+    server.add_middleware(Watch())
+    async with raw_server(server) as raw:
+        peer = Peer(raw)
+        created = await peer.result("tools/call", {"name": "quick", "arguments": {"text": "t"}})
+        assert created["resultType"] == "task"
+        assert answered == [created]  # what the middleware got back is what was sent
+        done = await peer.until(created["taskId"], "completed")
+        assert done["result"]["content"][0]["text"] == "T:True"  # the tool middleware ran in the task
+        assert tools_called == [("quick", {"text": "t"})]
+        plain = await peer.result("tools/call", {"name": "quick", "arguments": {"text": "p"}}, caps={})
+        assert plain["resultType"] == "complete" and plain["content"][0]["text"] == "P:False"
+        short = await peer.result("tools/call", {"name": "plain", "arguments": {}})
+        assert short["resultType"] == "complete" and short["content"][0]["text"] == "from middleware"
+        assert short["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "tasks-test"
