@@ -6,6 +6,9 @@
   resource (-32002 with the URI in the handshake era, -32602 with the URI in the modern era) or
   prompt (-32602); raised by a tool, its message is the tool's error result.
 - An `McpError` passes through with its code, message and data (the handler chose them).
+- A `RemoteProtocolError` (the client's own answer broke the protocol, e.g. an answer to the
+  server's request that could not be read) passes through with its message: it describes what the
+  client sent, not the server.
 - Anything else is unexpected: the client gets a generic message with an error id (-32603
   `Internal error (error id ...)` with `data.errorId`, or a tool error result saying the same),
   and the server's log gets the id with the traceback. File paths, SQL and secrets in exception
@@ -19,7 +22,7 @@ import logging
 import secrets
 import traceback
 
-from ..protocol.errors import InternalError
+from ..protocol.errors import InternalError, RemoteProtocolError
 
 log = logging.getLogger("mcpgen.runtime.server")
 
@@ -50,6 +53,8 @@ class ErrorReporter:
 
     def internal(self, exc: BaseException, what: str) -> InternalError:
         """The -32603 error for an unexpected exception of `what` (logged with the traceback)."""
+        if isinstance(exc, RemoteProtocolError):  # about the client's own message: nothing to hide
+            return InternalError(str(exc))
         found = self._log(exc, what)
         if not self.details:
             return InternalError(f"Internal error (error id {found})", data={"errorId": found})
@@ -60,6 +65,8 @@ class ErrorReporter:
 
     def tool_failure(self, exc: BaseException, tool: str) -> str:
         """The text of a tool's error result for an unexpected exception (logged with the traceback)."""
+        if isinstance(exc, RemoteProtocolError):  # about the client's own message: nothing to hide
+            return str(exc)
         found = self._log(exc, f"tool {tool}")
         if not self.details:
             return f"The tool {tool} failed (error id {found})."

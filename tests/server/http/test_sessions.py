@@ -117,10 +117,10 @@ async def test_server_requests_travel_on_the_post_stream_and_answers_come_back_a
         assert final["id"] == 1 and final["result"]["content"][0]["text"] == "model: because"
 
 
-async def test_an_unreadable_answer_posted_fails_the_servers_request(caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_unreadable_answer_posted_fails_the_servers_request() -> None:
     """Defect: a POSTed answer that is not valid JSON (`NaN`) was refused with 400 and never reached
-    the session, so the server's request (and the call that made it) waited for ever. The call
-    fails as anything unexpected does: an error id for the client, the reason in the server's log."""
+    the session, so the server's request (and the call that made it) waited for ever. The reason
+    reaches the client: it is about the client's own answer, not the server (no error id)."""
     async with asgi_client(make_server().http_app()) as client:
         sid = await open_session(client)
         reply = await call(client, sid, 1, "think", {"question": "why?"})
@@ -132,10 +132,8 @@ async def test_an_unreadable_answer_posted_fails_the_servers_request(caplog: pyt
         assert refused.status == 400 and (await refused.json())["error"]["code"] == -32700
         with anyio.fail_after(30):  # a hang guard: the answer comes at once
             final = (await anext(events)).json()
-        assert final["id"] == 1 and final["error"]["code"] == -32603
-        error_id = final["error"]["data"]["errorId"]
-        logged = [r for r in caplog.records if error_id in r.getMessage()]
-        assert logged and logged[0].exc_info is not None and "could not be read" in str(logged[0].exc_info[1])
+        assert final["id"] == 1 and "could not be read" in str(final.get("result", final.get("error")))
+        assert "error id" not in str(final)
 
 
 async def test_the_standalone_get_stream_carries_list_changes_and_is_unique() -> None:
