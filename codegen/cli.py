@@ -20,19 +20,10 @@ from typing import Any, NoReturn
 import click
 
 from .errors import GenerationError, PinError
-from .project import PACKAGED_DATA, Project, data_dir_for, load_project
+from .project import DATA_FILES, PACKAGED_DATA, Project, data_dir_for, load_project
 from .versioning import version_key
 
 TOOLCHAIN = ("datamodel_code_generator", "black", "jinja2")
-DATA_FILES = (
-    "fixes.toml",
-    "roles.toml",
-    "gates.toml",
-    "deprecations.toml",
-    "results.toml",
-    "headers.toml",
-    "extensions.toml",
-)
 
 
 def _fail(exc: Exception | str) -> NoReturn:

@@ -38,6 +38,7 @@ from .loader import (
 )
 from .normalize import Normalized, normalize
 from .overlay import Overlay, load_overlay
+from .project import DATA_FILES
 from .sync import ExtensionPin, extension_file
 from .versioning import module_name, sort_versions, version_key
 
@@ -46,15 +47,6 @@ if TYPE_CHECKING:
 
 CODEGEN_DIR = Path(__file__).parent
 TEMPLATES = CODEGEN_DIR / "templates"
-DATA_FILES = (
-    "fixes.toml",
-    "roles.toml",
-    "gates.toml",
-    "deprecations.toml",
-    "results.toml",
-    "headers.toml",
-    "extensions.toml",
-)
 MANIFEST = "manifest.json"
 LINE_LENGTH = 100
 

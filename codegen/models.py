@@ -403,17 +403,7 @@ def tidy(code: str) -> tuple[str, set[str]]:
     if not replace:
         return code, defined
     lines = code.splitlines(keepends=True)
-    out: list[str] = []
-    number = 1
-    while number <= len(lines):
-        if number in replace:
-            last, text = replace[number]
-            out.append(text)
-            number = last + 1
-        else:
-            out.append(lines[number - 1])
-            number += 1
-    return "".join(out), defined
+    return typed_dicts.splice_lines(lines, replace), defined
 
 
 def _defined_names(tree: ast.Module) -> set[str]:

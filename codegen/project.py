@@ -32,6 +32,16 @@ from .errors import GenerationError
 PACKAGED_DATA = Path(__file__).resolve().parent.parent / "schema"
 """mcpgen's own data files and pins (`mcpgen/schema/` in an install, `schema/` in a checkout)."""
 
+DATA_FILES = (  # the generator's data files, each replaceable by a project's own
+    "fixes.toml",
+    "roles.toml",
+    "gates.toml",
+    "deprecations.toml",
+    "results.toml",
+    "headers.toml",
+    "extensions.toml",
+)
+
 DATA_MARKER = "fixes.toml"
 CONFIG_KEYS = ("schema-dir", "out", "data-dir")
 

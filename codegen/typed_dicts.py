@@ -191,6 +191,12 @@ def convert(code: str, chosen: dict[str, TypedDictDef]) -> str:
         for module, names in NEEDED.items()
         if (missing := [name for name in names if (module, name) not in have])
     )
+    return insert_imports(splice_lines(lines, replace), imports)
+
+
+def splice_lines(lines: list[str], replace: Mapping[int, tuple[int, str]]) -> str:
+    """`lines` (kept ends) joined, each range `replace` names (first line number -> (last line
+    number, new text); numbered from 1) replaced by its text."""
     out: list[str] = []
     number = 1
     while number <= len(lines):
@@ -201,7 +207,7 @@ def convert(code: str, chosen: dict[str, TypedDictDef]) -> str:
         else:
             out.append(lines[number - 1])
             number += 1
-    return insert_imports("".join(out), imports)
+    return "".join(out)
 
 
 def insert_imports(code: str, imports: str) -> str:

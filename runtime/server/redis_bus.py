@@ -27,18 +27,25 @@ from .bus import Deliver, decode_change, encode_change
 log = logging.getLogger("mcpgen.runtime.server")
 DEFAULT_CHANNEL = "mcpgen:changes"
 URL_ENV = "MCPGEN_REDIS_URL"
+DEFAULT_URL = "redis://localhost:6379/0"
 OUTBOX = 10_000  # changes waiting to be published before new ones are dropped
+
+
+def redis_url(url: str | None, who: str) -> str:
+    """The Redis URL `who` connects to (`url`, else `MCPGEN_REDIS_URL`, else the local default),
+    once the redis client is known to be installed (an ImportError naming the extra otherwise)."""
+    try:
+        import redis.asyncio  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ImportError(f"{who} needs the redis client: pip install 'mcpgen[redis]'") from exc
+    return url or os.environ.get(URL_ENV) or DEFAULT_URL
 
 
 class RedisBus:
     """Changes published to, and received from, a Redis channel."""
 
     def __init__(self, url: str | None = None, channel: str = DEFAULT_CHANNEL, *, client: Any = None) -> None:
-        try:
-            import redis.asyncio  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise ImportError("RedisBus needs the redis client: pip install 'mcpgen[redis]'") from exc
-        self.url = url or os.environ.get(URL_ENV) or "redis://localhost:6379/0"
+        self.url = redis_url(url, "RedisBus")
         self.channel = channel
         self.origin = secrets.token_hex(8)
         self._client = client

@@ -30,7 +30,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -44,7 +43,8 @@ from types import CodeType
 from typing import Any
 
 import anyio
-import pytest
+
+from support.processes import redis_binary
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -224,10 +224,8 @@ class PageRun:
         assert listens, f"{block.where}: a background server names its --port (or --bind/--dev-addr HOST:PORT)"
         port = int(listens.group("port") or listens.group("addr_port"))
         program = next(word for word in shlex.split(line) if not ASSIGNMENT.match(word))
-        if program == "redis-server" and shutil.which("redis-server") is None:
-            if os.environ.get("MCPGEN_REQUIRE_REDIS"):  # as tests/support/processes.redis_server
-                pytest.fail("redis-server is missing (CI installs it: apt-get install redis-server)")
-            pytest.skip(f"{block.where}: redis-server is not installed")
+        if program == "redis-server":
+            redis_binary(f"{block.where}: ")
         log = Path(tempfile.mkdtemp(prefix="mcpgen-docs-")) / "server.log"
         with log.open("wb") as output:  # a file, not a pipe: a chatty server never blocks on it
             process = subprocess.Popen(

@@ -76,15 +76,22 @@ def process(
             proc.stdin.close()
 
 
+def redis_binary(where: str = "") -> str:
+    """The redis-server binary: a missing one skips the test, or fails it when
+    MCPGEN_REQUIRE_REDIS is set (CI installs it, so a missing install step cannot hide)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        if os.environ.get("MCPGEN_REQUIRE_REDIS"):
+            pytest.fail(f"{where}redis-server is missing (CI installs it: apt-get install redis-server)")
+        pytest.skip(f"{where}redis-server is not installed")
+    return binary
+
+
 @contextmanager
 def redis_server() -> Iterator[str]:
     """A throw-away redis-server on a free port (skipped when the binary is missing, unless
     MCPGEN_REQUIRE_REDIS is set, as CI sets it)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        if os.environ.get("MCPGEN_REQUIRE_REDIS"):
-            pytest.fail("redis-server is missing (CI installs it: apt-get install redis-server)")
-        pytest.skip("redis-server is not installed")
+    binary = redis_binary()
     port = free_port()
     command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     with process(command, "Ready to accept connections"):

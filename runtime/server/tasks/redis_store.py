@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import time
 from collections.abc import Callable
@@ -27,11 +26,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
+from ..redis_bus import redis_url
 from .records import TaskRecord
 from .store import Change
 
 log = logging.getLogger("mcpgen.runtime.server.tasks")
-URL_ENV = "MCPGEN_REDIS_URL"
 DEFAULT_PREFIX = "mcpgen:tasks"
 
 
@@ -39,11 +38,7 @@ class RedisTaskStore:
     """Tasks in Redis (see the module docstring). `prefix` namespaces the keys and the channel."""
 
     def __init__(self, url: str | None = None, prefix: str = DEFAULT_PREFIX, *, client: Any = None) -> None:
-        try:
-            import redis.asyncio  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - depends on the installed extras
-            raise ImportError("RedisTaskStore needs the redis client: pip install 'mcpgen[redis]'") from exc
-        self.url = url or os.environ.get(URL_ENV) or "redis://localhost:6379/0"
+        self.url = redis_url(url, "RedisTaskStore")
         self.prefix = prefix
         self.channel = f"{prefix}:changes"
         self.origin = secrets.token_hex(8)
