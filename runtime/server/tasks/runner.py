@@ -19,7 +19,6 @@ it `failed`. A terminal task is never changed again.
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from ..context import RequestContext
     from .manager import Plan, TaskManager
 
-log = logging.getLogger("mcpgen.runtime.server.tasks")
 
 
 class _Gone(Exception):
