@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from .manager import Plan, TaskManager
 
 
-
 class _Gone(Exception):
     """The task was cancelled or has expired: the run stops without an outcome of its own."""
 
