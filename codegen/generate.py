@@ -212,6 +212,7 @@ def _own_models(method: str, name: str) -> str:
 def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuild:
     """Everything for one version, in memory (runs in a worker process)."""
     from .models import emit_models_and_names
+    from .modules import split_package
 
     started = time.perf_counter()
     doc = load_schema(schema_dir, version)
@@ -220,7 +221,11 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
     protocol = build_protocol(norm, load_overlay(data_dir))
     source = f"{version}/schema.json (sha256 {doc.sha256[:12]})"
     raw_models, defined = emit_models_and_names(norm, protocol.message_defs())
-    models = black_format(raw_models, f"{version} models")
+    # a package whose classes are created on first use (modules.py)
+    models = {
+        f"models/{name}": black_format(text, f"{version} models/{name}")
+        for name, text in split_package(raw_models).items()
+    }
     methods = black_format(
         render("methods.py.jinja2", p=protocol, source=source, ref=_own_models), f"{version} methods"
     )
@@ -230,7 +235,7 @@ def build_version(schema_dir: Path, version: str, data_dir: Path) -> VersionBuil
         era=protocol.era,
         sha256=doc.sha256,
         source=str(doc.file),
-        files={"__init__.py": init, "models.py": models, "methods.py": methods},
+        files={"__init__.py": init, **models, "methods.py": methods},
         closure=[name for name in protocol.result_closure() if name in defined],
         defined=sorted(defined),
         fix_lines=_fix_lines(report),
@@ -695,7 +700,9 @@ def _write_versions(out: Path, plan: _Plan, builds: dict[_Job, Build]) -> tuple[
             outcomes.append(VersionOutcome(v, "unchanged", fixes, warnings))
         else:
             assert isinstance(b, VersionBuild)
+            before = entries.get(v)
             entries[v] = _write_version(out, b, plan.keys[_Job(v)])
+            _remove_stale(out, before, entries[v])
             outcomes.append(VersionOutcome(v, "generated", b.fix_lines, b.warnings, b.seconds, b.unmatched_fixes))
     return outcomes, entries
 
@@ -717,6 +724,13 @@ def _write_version(out: Path, b: VersionBuild, key: str) -> dict[str, Any]:
         "defined": b.defined,
         "report": {"fixes": b.fix_lines, "warnings": b.warnings},
     }
+
+
+def _remove_stale(out: Path, before: dict[str, Any] | None, after: dict[str, Any]) -> None:
+    """Remove the files an earlier run wrote for a package that this run did not (a `models.py`
+    the `models/` package replaced, the submodule of a definition gone from the schema)."""
+    for rel in sorted(set((before or {}).get("files", {})) - set(after["files"])):
+        (out / rel).unlink(missing_ok=True)
 
 
 def _write_extensions(out: Path, plan: _Plan, builds: dict[_Job, Build]) -> tuple[list[VersionOutcome], dict[str, Any]]:
