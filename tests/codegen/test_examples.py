@@ -90,5 +90,7 @@ def test_explicit_null_is_kept() -> None:
 def test_every_model_derives_from_the_shared_base() -> None:
     from mcpgen.generated._base import MCPModel
 
-    classes = [obj for obj in vars(models).values() if isinstance(obj, type) and issubclass(obj, BaseModel)]
-    assert classes and all(issubclass(c, MCPModel) for c in classes if c.__module__ == models.__name__)
+    exported = [getattr(models, name) for name in models.__all__]  # created on first access
+    classes = [obj for obj in exported if isinstance(obj, type) and issubclass(obj, BaseModel)]
+    assert len(classes) > 100
+    assert all(issubclass(c, MCPModel) for c in classes)

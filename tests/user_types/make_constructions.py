@@ -82,7 +82,10 @@ class Writer:
         raise TypeError(f"no value for annotation {tp!r}")
 
     def ref(self, model: type[BaseModel]) -> str:
-        return f"{self.aliases[model.__module__]}.{model.__name__}"
+        module = model.__module__
+        if module not in self.aliases:  # a submodule of a version's `models` package
+            module = module.rpartition(".")[0]
+        return f"{self.aliases[module]}.{model.__name__}"
 
     def construct(self, model: type[BaseModel], stack: tuple[type[BaseModel], ...] = ()) -> str | None:
         if model in stack:
@@ -117,13 +120,16 @@ class Writer:
     # -- file -----------------------------------------------------------------------------
 
     def model_classes(self, module: types.ModuleType) -> list[type[BaseModel]]:
+        # every name the module exports (a `models` package creates its classes on first access),
+        # defined in it or in one of its submodules (not imported from elsewhere)
+        exported = [(name, getattr(module, name)) for name in getattr(module, "__all__", vars(module))]
         return [
             obj
-            for _, obj in sorted(vars(module).items())
+            for _, obj in sorted(exported)
             if (
                 inspect.isclass(obj)
                 and (issubclass(obj, BaseModel) or is_typeddict(obj))
-                and obj.__module__ == module.__name__
+                and (obj.__module__ == module.__name__ or obj.__module__.startswith(module.__name__ + "."))
             )
         ]
 
