@@ -104,7 +104,7 @@ def test_init_sync_generate_stay_in_the_project(project: Path, source: Path) -> 
     assert lines[1].startswith("2025-11-25: generated in ") and lines[1].endswith(" schema fixes applied)")
     assert lines[-1].startswith(f"wrote {project / 'generated'}: generated 2025-11-25 in ")
     assert len(lines) == 3, "a fresh run says no fix outcome (some fixes are for other versions)"
-    assert (project / "generated" / "v2025_11_25" / "models.py").is_file()
+    assert (project / "generated" / "v2025_11_25" / "models" / "__init__.py").is_file()
     assert (project / "generated" / "types.py").is_file()
     assert ok("generate", "--version", "2025-11-25") == "", "nothing changed: nothing printed"
     assert ok("generate", "--version", "2025-11-25", "--force", "-q") == "", "-q: nothing but errors"

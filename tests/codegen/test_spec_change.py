@@ -158,6 +158,6 @@ def test_unseen_version_name_generates(tmp_path: Path, schema_dir: Path) -> None
         str(schema_dir),
         "--no-pin-check",
     )
-    assert (out / "v2025_06_18" / "models.py").is_file()
+    assert (out / "v2025_06_18" / "models" / "__init__.py").is_file()
     rows = methods_json(tmp_path / "schemas", "2025-06-18", schema_dir)
     assert [r["method"] for r in rows] == [r["method"] for r in methods_json(schema_dir, "2025-11-25", schema_dir)]

@@ -147,7 +147,7 @@ def test_generated_code_is_mypy_clean(generated: tuple[ModuleType, str, Path]) -
             "--config-file",
             str(config),
             "--no-incremental",
-            str(out / "v2031_02_03" / "models.py"),
+            str(out / "v2031_02_03" / "models"),
         ],
         capture_output=True,
         text=True,

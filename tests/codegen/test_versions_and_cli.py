@@ -155,7 +155,7 @@ def test_generation_is_deterministic_and_cached(tmp_path: Path, schema_dir: Path
     again = generate(schema_dir, tmp_path / "a", ["2025-11-25", "2026-07-28"], data_dir)
     assert [o.status for o in again.outcomes] == ["unchanged", "unchanged"]
     # a hand edit to a generated file is noticed and undone
-    models = tmp_path / "a" / "v2026_07_28" / "models.py"
+    models = tmp_path / "a" / "v2026_07_28" / "models" / "__init__.py"
     models.write_text(models.read_text() + "\n# edited\n")
     healed = generate(schema_dir, tmp_path / "a", ["2025-11-25", "2026-07-28"], data_dir)
     assert [o.status for o in healed.outcomes] == ["unchanged", "generated"]

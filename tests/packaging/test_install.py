@@ -212,7 +212,12 @@ def test_sdist_carries_the_tree_and_no_schema_text(dist: Path) -> None:
     with tarfile.open(sdist) as archive:
         names = set(archive.getnames())
     root = sdist.name.removesuffix(".tar.gz")
-    for rel in ("generated/versions.py", "generated/types.py", "generated/py.typed", "generated/v2026_07_28/models.py"):
+    for rel in (
+        "generated/versions.py",
+        "generated/types.py",
+        "generated/py.typed",
+        "generated/v2026_07_28/models/__init__.py",
+    ):
         assert f"{root}/{rel}" in names, rel
     for rel in extension_files():
         assert f"{root}/generated/{rel}" in names, rel
@@ -235,7 +240,8 @@ def test_wheel_contents_and_dependencies(dist: Path) -> None:
         "mcpgen/generated/versions.py",
         "mcpgen/generated/types.py",
         "mcpgen/generated/_base.py",
-        "mcpgen/generated/v2026_07_28/models.py",
+        "mcpgen/generated/v2026_07_28/models/__init__.py",
+        "mcpgen/generated/v2026_07_28/models/_call_tool_request.py",
         "mcpgen/generated/v2025_11_25/methods.py",
         "mcpgen/generated/py.typed",
         "mcpgen/runtime/py.typed",
