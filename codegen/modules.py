@@ -62,7 +62,8 @@ def _trails(node: ast.stmt, names: list[str]) -> bool:
 
 
 def _first_line(node: ast.stmt) -> int:
-    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
 
 
 def _refers_to(nodes: list[ast.stmt]) -> set[str]:
