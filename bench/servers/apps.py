@@ -19,6 +19,8 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
+from mcpgen.runtime import ServerAdvertising
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcpgen.runtime import Server
@@ -48,7 +50,7 @@ TOOLS = (add, add_async, where)
 def ours_server(**options: Any) -> Server:
     from mcpgen.runtime import Server
 
-    server = Server("bench", logging=False, **options)
+    server = Server("bench", **options, advertising=ServerAdvertising(logging=False))
     for tool in TOOLS:
         server.add_tool(tool)
     return server
