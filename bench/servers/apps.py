@@ -50,7 +50,7 @@ TOOLS = (add, add_async, where)
 def ours_server(**options: Any) -> Server:
     from mcpgen.runtime import Server
 
-    server = Server("bench", **options, advertising=ServerAdvertising(logging=False))
+    server = Server("bench", advertising=ServerAdvertising(logging=False), **options)
     for tool in TOOLS:
         server.add_tool(tool)
     return server

@@ -103,9 +103,10 @@ def resolve_groups(
         for path in moved.paths():
             placed[path] = keyword
         if moved.spread is not None:
-            if not isinstance(value, moved.spread):
-                raise TypeError(f"{owner}({keyword}=...) takes a {moved.spread.__name__}, not {type(value).__name__}")
-            changes = {f.name: getattr(value, f.name) for f in dataclasses.fields(moved.spread)}
+            kind = moved.spread
+            if not isinstance(value, kind):
+                raise TypeError(f"{owner}({keyword}=...) takes {kind.__name__}(...), not {type(value).__name__}")
+            changes = {f.name: getattr(value, f.name) for f in dataclasses.fields(kind)}
             resolved[group] = dataclasses.replace(resolved[group], **changes)
         else:
             resolved[group] = _set(resolved[group], moved.path, value)
