@@ -22,7 +22,7 @@ from _util import command, save_tables
 from apps import where
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcpgen.runtime import InputHandlers, ServerAdvertising
+from mcpgen.runtime import InputHandlers
 from pydantic import BaseModel
 
 
@@ -41,7 +41,7 @@ async def _rate(call: Any, n: int) -> float:
 
 
 def ours_server() -> Any:
-    from mcpgen.runtime import RequestContext, Server, elicit
+    from mcpgen.runtime import RequestContext, Server, ServerAdvertising, elicit
 
     server = Server("bench", advertising=ServerAdvertising(logging=False))
 

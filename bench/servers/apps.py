@@ -19,8 +19,6 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
-from mcpgen.runtime import ServerAdvertising
-
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcpgen.runtime import Server
@@ -48,7 +46,7 @@ TOOLS = (add, add_async, where)
 
 
 def ours_server(**options: Any) -> Server:
-    from mcpgen.runtime import Server
+    from mcpgen.runtime import Server, ServerAdvertising
 
     server = Server("bench", advertising=ServerAdvertising(logging=False), **options)
     for tool in TOOLS:
