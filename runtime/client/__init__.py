@@ -226,6 +226,21 @@ class Client(TypedCalls):
         return era
 
     @property
+    def limits(self) -> ClientLimits:
+        """Deprecated: the limits are `checks` (`ClientChecks`) fields now."""
+        warnings.warn(
+            "Client.limits is deprecated; use Client.checks (max_pages, max_message_bytes, max_input_rounds)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        checks = self.checks
+        return ClientLimits(
+            max_pages=checks.max_pages,
+            max_message_bytes=checks.max_message_bytes,
+            max_input_rounds=checks.max_input_rounds,
+        )
+
+    @property
     def roots(self) -> list[dict[str, Any]] | None:
         return self.inputs.roots
 

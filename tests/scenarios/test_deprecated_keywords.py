@@ -303,6 +303,12 @@ def test_old_keywords_together_land_in_one_group() -> None:
     assert client.timeouts == Timeouts(request=3)
 
 
+def test_the_old_limits_attribute_reads_the_checks() -> None:
+    client = Client(memory_pair()[0], checks=ClientChecks(max_pages=4, max_message_bytes=99, max_input_rounds=2))
+    with pytest.warns(DeprecationWarning, match=re.escape("Client.limits is deprecated; use Client.checks")):
+        assert client.limits == ClientLimits(max_pages=4, max_message_bytes=99, max_input_rounds=2)
+
+
 def test_a_misspelt_keyword_is_still_a_type_error() -> None:
     with pytest.raises(TypeError, match=re.escape("Client() got an unexpected keyword argument 'client_inf'")):
         Client(memory_pair()[0], client_inf=INFO)  # type: ignore[call-arg]
