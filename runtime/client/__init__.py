@@ -357,8 +357,9 @@ class Client(TypedCalls):
 
         For methods that may need input (MRTR), the driver answers input requests with this
         client's handlers and retries. With `resolve_input=False` the `InputRequiredResult` is
-        returned instead, and `retry()` sends your own answers; a client made with `mrtr=False`
-        never answers by itself (`InputError` unless `resolve_input=False`).
+        returned instead, and `retry()` sends your own answers; a client made with
+        `InputHandlers(drive=False)` never answers by itself (`InputError` unless
+        `resolve_input=False`).
 
         Fails before sending (`CapabilityError`) if the method is not ours to send or the server
         did not advertise the capability that gates it, and (`InvalidParams`) if the params do
