@@ -65,7 +65,7 @@ request middleware), `toolmiddleware` (one pass-through tool middleware)."""
 
 def ours_variant(variant: str) -> tuple[Any, dict[str, Any]]:
     """mcpgen's bench server for a variant ("" for the server as it comes), and the client's options."""
-    from mcpgen.runtime import Diagnostics, Middleware, Telemetry
+    from mcpgen.runtime import ClientHooks, Diagnostics, Middleware, Telemetry
 
     words = set(variant.split("-")) - {""}
     unknown = words - set(VARIANTS)
@@ -74,7 +74,7 @@ def ours_variant(variant: str) -> tuple[Any, dict[str, Any]]:
     server, client_options = ours_server(), {}
     if "quiet" in words:
         server = ours_server(diagnostics=Diagnostics(telemetry=Telemetry(enabled=False)))
-        client_options["telemetry"] = Telemetry(enabled=False)
+        client_options["hooks"] = ClientHooks(telemetry=Telemetry(enabled=False))
 
     class PassRequests(Middleware):
         async def on_request(self, request: Any, call_next: Any) -> Any:

@@ -41,9 +41,9 @@ async def _rate(call: Any, n: int) -> float:
 
 
 def ours_server() -> Any:
-    from mcpgen.runtime import RequestContext, Server, elicit
+    from mcpgen.runtime import RequestContext, Server, ServerAdvertising, elicit
 
-    server = Server("bench", logging=False)
+    server = Server("bench", advertising=ServerAdvertising(logging=False))
 
     @server.tool()
     def plain(item: str) -> str:

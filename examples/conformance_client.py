@@ -35,7 +35,7 @@ if "trio" not in sys.modules:
     sys.modules["trio"] = None  # type: ignore[assignment]  # None: "no such module" to the import system
 
 import anyio
-from mcpgen.runtime import Client, ClientChecks, InputHandlers, Timeouts, VersionRegistry
+from mcpgen.runtime import Client, ClientAdvertising, ClientChecks, InputHandlers, Timeouts, VersionRegistry
 from mcpgen.runtime.protocol import wire
 from mcpgen.runtime.protocol.eras import Eras
 
@@ -220,10 +220,10 @@ async def run(url: str, scenario: str, version: str, context: dict[str, Any]) ->
         mode=mode,
         auth=auth_for(scenario, context),
         # some mocks answer initialize with an older handshake-era version
-        client_info={"name": "mcpgen-conformance-client", "version": "0.1.0"},
         checks=ClientChecks(older_handshake=True),
         inputs=InputHandlers(roots=["file:///conformance"], sampling=sample, elicitation=elicit),
         timeouts=Timeouts(request=120),
+        advertising=ClientAdvertising(info={"name": "mcpgen-conformance-client", "version": "0.1.0"}),
     )
     async with client:
         log.info("connected: protocol %s", client.protocol_version)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 import anyio
-from mcpgen.runtime import RequestContext, Server, ServerLimits, TaskOptions, ToolError
+from mcpgen.runtime import RequestContext, Server, ServerAdvertising, ServerLimits, TaskOptions, ToolError
 from mcpgen.runtime.protocol.input_requests import elicit, elicit_url, list_roots, sample
 from pydantic import BaseModel, Field
 
@@ -31,10 +31,10 @@ logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 server = Server(
     "everything",
     "1.0.0",
-    title="mcpgen everything server",
     instructions="A demonstration server: every tool, prompt and resource is safe to call.",
     limits=ServerLimits(page_size=5),
     tasks=TaskOptions(poll_interval_ms=200),
+    advertising=ServerAdvertising(title="mcpgen everything server"),
 )
 
 
@@ -80,7 +80,7 @@ async def long_task(ctx: RequestContext, steps: int = 3) -> str:
 
 @server.tool(task_support="optional")
 async def long_job(seconds: float = 1.0) -> str:
-    """Work for a while: a task for a client that opts in (`Client(tasks=True)`, `mcpgen call`)."""
+    """Work for a while: a task for a client that opts in (`ClientAdvertising(tasks=True)`, `mcpgen call`)."""
     await anyio.sleep(seconds)
     return f"worked {seconds:g} s"
 

@@ -10,6 +10,7 @@ the command line (`cli`) and this facade. Importing it registers nothing and sta
 
 from .client import (
     Client,
+    ClientAdvertising,
     ClientChecks,
     ClientHooks,
     ClientLimits,
@@ -73,6 +74,7 @@ from .server import (
     RequestContext,
     Sealing,
     Server,
+    ServerAdvertising,
     ServerLimits,
     TaskOptions,
     ToolError,
@@ -89,6 +91,7 @@ __all__ = [
     "CallNext",
     "CapabilityError",
     "Client",
+    "ClientAdvertising",
     "ClientChecks",
     "ClientHooks",
     "ClientLimits",
@@ -135,6 +138,7 @@ __all__ = [
     "ResponseStreamLost",
     "Sealing",
     "Server",
+    "ServerAdvertising",
     "ServerLimits",
     "SessionExpired",
     "StructuredOutputError",

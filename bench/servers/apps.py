@@ -46,9 +46,9 @@ TOOLS = (add, add_async, where)
 
 
 def ours_server(**options: Any) -> Server:
-    from mcpgen.runtime import Server
+    from mcpgen.runtime import Server, ServerAdvertising
 
-    server = Server("bench", logging=False, **options)
+    server = Server("bench", advertising=ServerAdvertising(logging=False), **options)
     for tool in TOOLS:
         server.add_tool(tool)
     return server

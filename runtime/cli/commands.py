@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import click
 
-from ..client import Client, ClientHooks, InputHandlers, Timeouts, ToolTask
+from ..client import Client, ClientAdvertising, ClientHooks, InputHandlers, Timeouts, ToolTask
 from ..core.stdio import stdio
 from ..protocol.wire import to_wire
 from .prompts import Answerer, Choice, interrupted, is_terminal, parse_answers, say, show_log, show_progress, show_task
@@ -134,6 +134,11 @@ def _options(
     roots: list[str] | None = None,
 ) -> dict[str, Any]:
     """The client's options for the command line: handlers that show and answer what the server sends."""
+    try:
+        # tasks: a tool the server runs as a task is waited for, its status shown
+        advertising = ClientAdvertising(log_level=log_level, tasks=True)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--log-level") from None
     inputs = InputHandlers(roots=roots)
     if answerer is not None:
         inputs = InputHandlers(
@@ -144,8 +149,7 @@ def _options(
         "timeouts": Timeouts(request=timeout, probe=min(timeout, 5.0)),
         "hooks": ClientHooks(on_log=show_log),
         "inputs": inputs,
-        "log_level": log_level,
-        "tasks": True,  # a tool the server runs as a task is waited for, its status shown
+        "advertising": advertising,
     }
 
 

@@ -32,7 +32,7 @@ from ..core.correlation import ProgressCallback
 from ..core.memory import InProcess
 from ..core.session import DEFAULT, Timeout
 from ..core.stdio import stdio
-from ..core.telemetry import Telemetry, instrument
+from ..core.telemetry import instrument
 from ..core.transport import Connector, Servable, Transport
 from ..core.worker import call
 from ..protocol.capabilities import merge_capabilities
@@ -53,6 +53,7 @@ from .eras import EraSpeaking, speaking
 from .input import InputAnswerer, check_callback, root
 from .negotiation import negotiate
 from .options import (
+    ClientAdvertising,
     ClientChecks,
     ClientHooks,
     ClientLimits,
@@ -112,18 +113,16 @@ class Client(TypedCalls):
     - `versions`: the versions this client may speak (default: every version of the registry);
       `registry`: the generated tree to speak with (default: the one mcpgen ships);
     - `auth`: an `httpx.Auth` (such as the OAuth flows of `mcpgen.runtime.auth`) for a URL;
-    - `client_info`, `capabilities` (declared as given instead of inferred), `extensions`
-      (declared where the version has a place for them), `log_level` (ask for log messages);
-    - `tasks`: accept tool calls the server runs as tasks (the tasks extension, declared on every
-      request; on a handshake-era server, its experimental tasks): `call_tool` waits for them, or
-      gives back a `ToolTask` with `wait=False`;
-    - the groups: `inputs` (`InputHandlers`: sampling, elicitation, roots, the input driver),
-      `timeouts` (`Timeouts`), `limits` (`ClientLimits`), `hooks` (`ClientHooks`: change, log
-      and notification callbacks, a hook around every request sent), `checks` (`ClientChecks`);
-    - `telemetry`: OpenTelemetry settings (`Telemetry`; on by default when `opentelemetry-api` is
-      installed and an SDK configured).
+    - the groups: `advertising` (`ClientAdvertising`: the client's info, capabilities,
+      extensions, log level, and whether it accepts tasks), `inputs` (`InputHandlers`: sampling,
+      elicitation, roots, the input driver), `timeouts` (`Timeouts`), `checks` (`ClientChecks`:
+      output checks, accepted versions, pages, message size, input rounds), `hooks`
+      (`ClientHooks`: change, log and notification callbacks, a hook around every request sent,
+      OpenTelemetry).
 
-    The keywords these groups replace still work for one release, with a `DeprecationWarning`.
+    The keywords these groups replace (`client_info=`, `capabilities=`, `extensions=`,
+    `log_level=`, `tasks=`, `telemetry=`, `limits=`, `request_timeout=`, ...) still work for one
+    release, with a `DeprecationWarning`.
     """
 
     def __init__(  # noqa: PLR0913 - the grouped options (see the class docstring)
@@ -134,22 +133,18 @@ class Client(TypedCalls):
         versions: Iterable[str] | None = None,
         registry: VersionRegistry | ModuleType | None = None,
         auth: Any = None,
-        client_info: Mapping[str, Any] | None = None,
-        capabilities: Mapping[str, Any] | None = None,
-        extensions: Mapping[str, Mapping[str, Any]] | None = None,
-        log_level: str | None = None,
+        advertising: ClientAdvertising | None = None,
         inputs: InputHandlers | None = None,
         timeouts: Timeouts | None = None,
-        limits: ClientLimits | None = None,
-        hooks: ClientHooks | None = None,
         checks: ClientChecks | None = None,
-        tasks: bool = False,
-        telemetry: Telemetry | None = None,
+        hooks: ClientHooks | None = None,
         **deprecated: Unpack[DeprecatedClientOptions],
     ) -> None:
         options = resolve_client_options(
-            {"inputs": inputs, "timeouts": timeouts, "limits": limits, "hooks": hooks, "checks": checks}, deprecated
+            {"advertising": advertising, "inputs": inputs, "timeouts": timeouts, "checks": checks, "hooks": hooks},
+            deprecated,
         )
+        declared = options.advertising
         self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
         self.eras = Eras(self.registry)
         self.speaking = speaking(self.eras)
@@ -163,8 +158,6 @@ class Client(TypedCalls):
             mode = HANDSHAKE_MODE
         if mode not in (AUTO, HANDSHAKE_MODE) and mode not in self.versions:
             raise ValueError(f"mode must be 'auto', 'handshake' or one of {list(self.versions)}, not {mode!r}")
-        if log_level is not None and log_level not in LOG_LEVELS:
-            raise ValueError(f"log_level must be one of {LOG_LEVELS}")
         hooks_ = options.hooks
         check_callback("ClientHooks.on_list_changed", hooks_.on_list_changed, 1)
         check_callback("ClientHooks.on_resource_updated", hooks_.on_resource_updated, 1)
@@ -173,20 +166,21 @@ class Client(TypedCalls):
         check_callback("ClientHooks.on_request", hooks_.on_request, 2)
         self.mode = mode
         self.target = connector_for(server, auth=auth, timeout=options.timeouts.request, registry=self.registry)
-        self.client_info = dict(client_info or DEFAULT_CLIENT_INFO)
-        self._capability_overrides = capabilities
-        self.extensions = {k: dict(v) for k, v in (extensions or {}).items()}
-        if tasks:
+        self.advertising = declared
+        """What the client declares to the server (`ClientAdvertising`), as given."""
+        self.client_info = dict(declared.info or DEFAULT_CLIENT_INFO)
+        self._capability_overrides = declared.capabilities
+        self.extensions = {k: dict(v) for k, v in (declared.extensions or {}).items()}
+        if declared.tasks:
             self.extensions.setdefault(TASKS_EXTENSION, {})  # the extension's opt-in, on every request
-        self.tasks = ClientTasks(self, tasks)
+        self.tasks = ClientTasks(self, declared.tasks)
         """The client's side of tasks (`attach(task_id)` takes a task up again by its id)."""
-        self.log_level = log_level
+        self.log_level = declared.log_level
         self.timeouts = options.timeouts
-        self.limits = options.limits
         self.hooks = hooks_
         self.checks = options.checks
-        self.telemetry = instrument(telemetry, "client")
-        self.inputs = InputAnswerer(self, options.inputs, options.limits.max_input_rounds)
+        self.telemetry = instrument(hooks_.telemetry, "client")
+        self.inputs = InputAnswerer(self, options.inputs, options.checks.max_input_rounds)
         self.output_checker = OutputChecker(self) if options.checks.structured_output else None
         self.requests = RequestPipeline(self)
         self._session: ClientSession | None = None
@@ -232,13 +226,28 @@ class Client(TypedCalls):
         return era
 
     @property
+    def limits(self) -> ClientLimits:
+        """Deprecated: the limits are `checks` (`ClientChecks`) fields now."""
+        warnings.warn(
+            "Client.limits is deprecated; use Client.checks (max_pages, max_message_bytes, max_input_rounds)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        checks = self.checks
+        return ClientLimits(
+            max_pages=checks.max_pages,
+            max_message_bytes=checks.max_message_bytes,
+            max_input_rounds=checks.max_input_rounds,
+        )
+
+    @property
     def roots(self) -> list[dict[str, Any]] | None:
         return self.inputs.roots
 
     def capabilities(self, version: str | None = None) -> dict[str, Any]:
         """What this client declares (for `version`, default the negotiated one): inferred from its
-        handlers and roots, unless `capabilities=` was given, which wins outright (an empty mapping
-        declares nothing)."""
+        handlers and roots, unless `ClientAdvertising.capabilities` was given, which wins outright
+        (an empty mapping declares nothing)."""
         if self._capability_overrides is not None:
             return merge_capabilities({}, self._capability_overrides)
         if version is None and self._session is not None:
@@ -276,8 +285,8 @@ class Client(TypedCalls):
             target = self.target
             transport = target if isinstance(target, Transport) else await stack.enter_async_context(target.connect())
             options: dict[str, Any] = {"request_timeout": self.timeouts.request}
-            if self.limits.max_message_bytes:
-                options["max_message_bytes"] = self.limits.max_message_bytes
+            if self.checks.max_message_bytes:
+                options["max_message_bytes"] = self.checks.max_message_bytes
             session = ClientSession(self, transport, **options)
             tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tg.cancel_scope.cancel)
@@ -348,8 +357,9 @@ class Client(TypedCalls):
 
         For methods that may need input (MRTR), the driver answers input requests with this
         client's handlers and retries. With `resolve_input=False` the `InputRequiredResult` is
-        returned instead, and `retry()` sends your own answers; a client made with `mrtr=False`
-        never answers by itself (`InputError` unless `resolve_input=False`).
+        returned instead, and `retry()` sends your own answers; a client made with
+        `InputHandlers(drive=False)` never answers by itself (`InputError` unless
+        `resolve_input=False`).
 
         Fails before sending (`CapabilityError`) if the method is not ours to send or the server
         did not advertise the capability that gates it, and (`InvalidParams`) if the params do
@@ -463,6 +473,7 @@ class Client(TypedCalls):
 
 __all__ = [
     "Client",
+    "ClientAdvertising",
     "ClientChecks",
     "ClientHooks",
     "ClientLimits",

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         Tool,
     )
 
-    from .options import ClientLimits
+    from .options import ClientChecks
     from .tasks import ClientTasks, ToolTask
 
 log = logging.getLogger("mcpgen.runtime.client")
@@ -113,7 +113,7 @@ class TypedCalls(abc.ABC):
     version-independent types (`mcpgen.generated.types`): each is the union of that result's
     models in every version, so code written against them works whichever version was negotiated."""
 
-    limits: ClientLimits
+    checks: ClientChecks
     output_checker: OutputChecker | None
     tasks: ClientTasks
 
@@ -131,7 +131,7 @@ class TypedCalls(abc.ABC):
     async def _pages(self, method: str, attribute: str) -> AsyncIterator[Any]:
         cursor: str | None = None
         seen: set[str] = set()
-        for _ in range(self.limits.max_pages):
+        for _ in range(self.checks.max_pages):
             page = await self.request(method, _cursor(cursor))
             for item in getattr(page, attribute):
                 yield item
@@ -141,7 +141,7 @@ class TypedCalls(abc.ABC):
             if cursor in seen:
                 raise PaginationError(f"{method}: the server repeated cursor {cursor!r}; stopping to avoid a loop")
             seen.add(cursor)
-        raise PaginationError(f"{method}: the server returned more than {self.limits.max_pages} pages (max_pages)")
+        raise PaginationError(f"{method}: the server returned more than {self.checks.max_pages} pages (max_pages)")
 
     # -- tools ---------------------------------------------------------------------------------
 

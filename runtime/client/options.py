@@ -1,16 +1,20 @@
 """The client's grouped options: `Client(url, timeouts=Timeouts(request=10), inputs=InputHandlers(...))`.
 
 Each group is a frozen dataclass with a default for every field, so a client states only what it
-changes. The keywords these replace (`request_timeout=`, `sampling_handler=`, `max_pages=`, ...)
-still work for one release, with a `DeprecationWarning` naming the group to use.
+changes. The keywords these replace (`request_timeout=`, `sampling_handler=`, `max_pages=`,
+`client_info=`, `log_level=`, `telemetry=`, `limits=`, ...) still work for one release, with a
+`DeprecationWarning` naming the group to use.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
+
+from ..core.options import Moved, resolve_groups
+from ..core.telemetry import Telemetry
+from ..protocol.keys import LOG_LEVELS
 
 
 class SamplingHandler(Protocol):
@@ -50,8 +54,34 @@ class Timeouts:
 
 
 @dataclass(frozen=True)
+class ClientAdvertising:
+    """What the client declares to the server.
+
+    - `info`: the client's name, version (and title) (default: mcpgen's own);
+    - `capabilities`: declared as given instead of inferred from the input handlers and roots (an
+      empty mapping declares nothing);
+    - `extensions`: the extensions declared (id -> settings), where the version has a place for them;
+    - `log_level`: ask for log messages from this level up (`debug`, `info`, ..., `emergency`);
+    - `tasks`: accept tool calls the server runs as tasks (the tasks extension, declared on every
+      request; on a handshake-era server, its experimental tasks): `call_tool` waits for them, or
+      gives back a `ToolTask` with `wait=False`.
+    """
+
+    info: Mapping[str, Any] | None = None
+    capabilities: Mapping[str, Any] | None = None
+    extensions: Mapping[str, Mapping[str, Any]] | None = None
+    log_level: str | None = None
+    tasks: bool = False
+
+    def __post_init__(self) -> None:
+        if self.log_level is not None and self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {LOG_LEVELS}")
+
+
+@dataclass(frozen=True)
 class ClientLimits:
-    """What the client accepts from a server before it stops.
+    """Deprecated: its fields are `ClientChecks`'s (`Client(checks=ClientChecks(max_pages=...))`);
+    `Client(limits=ClientLimits(...))` still works for one release, with a `DeprecationWarning`.
 
     - `max_pages`: pages a listing may have (`PaginationError` past that);
     - `max_message_bytes`: the size of one message (default: the transport's, 4 MiB);
@@ -112,9 +142,9 @@ RequestHook = Callable[[OutgoingRequest, CallNext], Awaitable[Any]]
 
 @dataclass(frozen=True)
 class ClientHooks:
-    """Callbacks for what the server announces, run in order on the connection's callback worker
-    (never on its reader, so they may make calls of their own), and a hook around what the
-    client sends.
+    """What watches the connection: callbacks for what the server announces, run in order on the
+    connection's callback worker (never on its reader, so they may make calls of their own), a
+    hook around what the client sends, and OpenTelemetry.
 
     - `on_list_changed(kind)`: a list changed (`tools`, `prompts`, `resources`);
     - `on_resource_updated(uri)`: a subscribed resource changed;
@@ -124,7 +154,9 @@ class ClientHooks:
     - `on_request(request, call_next)`: wraps every request the client sends (the negotiation's
       included, and each retry): it sees `request.method`, `.params`, `.request_id`, `.version`,
       may change the params, return a result (the raw result object) without sending, raise, or
-      call on and look at what came back (the raw result object, before it is checked).
+      call on and look at what came back (the raw result object, before it is checked);
+    - `telemetry`: OpenTelemetry settings (`Telemetry`; on by default when `opentelemetry-api` is
+      installed and an SDK configured, `Telemetry(enabled=False)` turns it off).
     """
 
     on_list_changed: Callable[[str], Any] | None = None
@@ -132,20 +164,27 @@ class ClientHooks:
     on_log: Callable[[Any, Any, Any], Any] | None = None
     on_notification: Callable[[str, dict[str, Any]], Any] | None = None
     on_request: RequestHook | None = None
+    telemetry: Telemetry | None = None
 
 
 @dataclass(frozen=True)
 class ClientChecks:
-    """What the client checks of the server's answers.
+    """What the client checks of the server's answers, and how much of them it accepts.
 
     - `structured_output`: tool results' structured content against the tool's `outputSchema`
       (`StructuredOutputError`);
     - `older_handshake`: accept a handshake-era server's counter-offer of a version older than any
-      this client knows, spoken with the oldest tables it has.
+      this client knows, spoken with the oldest tables it has;
+    - `max_pages`: pages a listing may have (`PaginationError` past that);
+    - `max_message_bytes`: the size of one message (default: the transport's, 4 MiB);
+    - `max_input_rounds`: rounds of input requests one call may need (`InputRoundsExceeded`).
     """
 
     structured_output: bool = True
     older_handshake: bool = False
+    max_pages: int = 1000
+    max_message_bytes: int | None = None
+    max_input_rounds: int = 10
 
 
 class DeprecatedClientOptions(TypedDict, total=False):
@@ -169,32 +208,45 @@ class DeprecatedClientOptions(TypedDict, total=False):
     on_log: Callable[[Any, Any, Any], Any] | None
     validate_structured_output: bool
     accept_older: bool
+    client_info: Mapping[str, Any] | None
+    capabilities: Mapping[str, Any] | None
+    extensions: Mapping[str, Mapping[str, Any]] | None
+    log_level: str | None
+    tasks: bool
+    telemetry: Telemetry | None
+    limits: ClientLimits | None
 
 
-# old keyword -> (group keyword, field)
-_MOVED: dict[str, tuple[str, str]] = {
-    "request_timeout": ("timeouts", "request"),
-    "probe_timeout": ("timeouts", "probe"),
-    "startup_timeout": ("timeouts", "startup"),
-    "max_pages": ("limits", "max_pages"),
-    "max_message_bytes": ("limits", "max_message_bytes"),
-    "max_input_rounds": ("limits", "max_input_rounds"),
-    "sampling_handler": ("inputs", "sampling"),
-    "sampling_tools": ("inputs", "sampling_tools"),
-    "elicitation_handler": ("inputs", "elicitation"),
-    "elicitation_modes": ("inputs", "elicitation_modes"),
-    "roots": ("inputs", "roots"),
-    "mrtr": ("inputs", "drive"),
-    "state_only_pause": ("inputs", "state_only_pause"),
-    "on_list_changed": ("hooks", "on_list_changed"),
-    "on_resource_updated": ("hooks", "on_resource_updated"),
-    "on_log": ("hooks", "on_log"),
-    "validate_structured_output": ("checks", "structured_output"),
-    "accept_older": ("checks", "older_handshake"),
+_MOVED: dict[str, Moved] = {
+    "request_timeout": Moved("timeouts", ("request",)),
+    "probe_timeout": Moved("timeouts", ("probe",)),
+    "startup_timeout": Moved("timeouts", ("startup",)),
+    "max_pages": Moved("checks", ("max_pages",)),
+    "max_message_bytes": Moved("checks", ("max_message_bytes",)),
+    "max_input_rounds": Moved("checks", ("max_input_rounds",)),
+    "sampling_handler": Moved("inputs", ("sampling",)),
+    "sampling_tools": Moved("inputs", ("sampling_tools",)),
+    "elicitation_handler": Moved("inputs", ("elicitation",)),
+    "elicitation_modes": Moved("inputs", ("elicitation_modes",)),
+    "roots": Moved("inputs", ("roots",)),
+    "mrtr": Moved("inputs", ("drive",)),
+    "state_only_pause": Moved("inputs", ("state_only_pause",)),
+    "on_list_changed": Moved("hooks", ("on_list_changed",)),
+    "on_resource_updated": Moved("hooks", ("on_resource_updated",)),
+    "on_log": Moved("hooks", ("on_log",)),
+    "validate_structured_output": Moved("checks", ("structured_output",)),
+    "accept_older": Moved("checks", ("older_handshake",)),
+    "client_info": Moved("advertising", ("info",)),
+    "capabilities": Moved("advertising", ("capabilities",)),
+    "extensions": Moved("advertising", ("extensions",)),
+    "log_level": Moved("advertising", ("log_level",)),
+    "tasks": Moved("advertising", ("tasks",)),
+    "telemetry": Moved("hooks", ("telemetry",)),
+    "limits": Moved("checks", spread=ClientLimits, none_ignored=True),
 }
-_GROUP_TYPES = {
+_GROUP_TYPES: dict[str, type[Any]] = {
+    "advertising": ClientAdvertising,
     "timeouts": Timeouts,
-    "limits": ClientLimits,
     "inputs": InputHandlers,
     "hooks": ClientHooks,
     "checks": ClientChecks,
@@ -205,31 +257,13 @@ _GROUP_TYPES = {
 class ClientOptions:
     """Every group, resolved (what `Client` keeps)."""
 
+    advertising: ClientAdvertising = field(default_factory=ClientAdvertising)
     timeouts: Timeouts = field(default_factory=Timeouts)
-    limits: ClientLimits = field(default_factory=ClientLimits)
     inputs: InputHandlers = field(default_factory=InputHandlers)
     hooks: ClientHooks = field(default_factory=ClientHooks)
     checks: ClientChecks = field(default_factory=ClientChecks)
 
 
 def resolve_client_options(groups: Mapping[str, Any], deprecated: Mapping[str, Any]) -> ClientOptions:
-    """The groups given, with the deprecated keywords folded in (each warns once per call site)."""
-    resolved: dict[str, Any] = {name: groups.get(name) or kind() for name, kind in _GROUP_TYPES.items()}
-    moved: dict[str, dict[str, Any]] = {}
-    for keyword, value in deprecated.items():
-        target = _MOVED.get(keyword)
-        if target is None:
-            raise TypeError(f"Client() got an unexpected keyword argument {keyword!r}")
-        group, name = target
-        kind = _GROUP_TYPES[group]
-        if groups.get(group) is not None:
-            raise TypeError(f"Client() got both {group}= and the deprecated {keyword}=; use {group}= only")
-        warnings.warn(
-            f"Client({keyword}=...) is deprecated; use Client({group}={kind.__name__}({name}=...))",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        moved.setdefault(group, {})[name] = value
-    for group, values in moved.items():
-        resolved[group] = replace(resolved[group], **values)
-    return ClientOptions(**resolved)
+    """The groups given, with the deprecated keywords folded in (each warns, at `Client(...)`'s caller)."""
+    return ClientOptions(**resolve_groups("Client", _GROUP_TYPES, _MOVED, groups, deprecated))

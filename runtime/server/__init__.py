@@ -69,6 +69,7 @@ from .options import (
     Diagnostics,
     HttpOptions,
     Sealing,
+    ServerAdvertising,
     ServerLimits,
     SessionOptions,
     resolve_server_options,
@@ -93,26 +94,24 @@ Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 class Server(Generic[State]):
     """An MCP server. Register features, then `await server.serve(transport)` (or `run_stdio()`).
 
-    - `name`, `version`, `title`, `instructions`: what the server tells clients about itself;
+    - `name`, `version`, `instructions`: what the server tells clients about itself (the
+      instructions are for the model);
     - `versions`: the protocol versions served (default: every version of the registry);
       `registry`: the generated tree to serve (default: the one mcpgen ships);
-    - `capabilities`: overrides of the inferred capabilities (deep-merged; a `None` value removes
-      a key); `list_changed=False` stops advertising list-changed notifications, `logging=False`
-      the logging capability;
-    - `validate_results`: check every result against the table before sending it;
     - `lifespan`: `lifespan(server)`, an async context manager run once per process while the
       server serves; what it yields is `ctx.lifespan` in every handler (a `Server[YourState]`);
     - `middleware`: wrapped around every request and every tool call, the first outermost
       (`hooks.Middleware`);
-    - `visibility`: `visibility(ctx, item) -> bool` filters what each caller is shown in listings,
-      and refuses what it may not see when called (`visible_by_scopes` uses the items' `scopes=`);
-    - the groups: `sealing` (`Sealing`: the keys of `requestState` and cursors; every worker of a
-      deployment needs the same), `caching` (`Caching`: the cache hints of modern results),
-      `limits` (`ServerLimits`: pages, input rounds, worker threads), `diagnostics`
-      (`Diagnostics`: error details, OpenTelemetry), `tasks` (`TaskOptions`: where tool calls
-      that run as tasks are kept, and for how long).
+    - the groups: `advertising` (`ServerAdvertising`: the title, capability overrides,
+      list-changed and logging capabilities, cache hints, and what each caller is shown),
+      `sealing` (`Sealing`: the keys of `requestState` and cursors; every worker of a
+      deployment needs the same), `limits` (`ServerLimits`: pages, input rounds, worker
+      threads), `diagnostics` (`Diagnostics`: result validation, error details, OpenTelemetry),
+      `tasks` (`TaskOptions`: where tool calls that run as tasks are kept, and for how long).
 
-    The keywords these groups replace still work for one release, with a `DeprecationWarning`.
+    The keywords these groups replace (`title=`, `capabilities=`, `list_changed=`, `logging=`,
+    `caching=`, `visibility=`, `validate_results=`, `page_size=`, ...) still work for one
+    release, with a `DeprecationWarning`.
     """
 
     def __init__(  # noqa: PLR0913, PLR0915 - the grouped options (see the class docstring)
@@ -120,27 +119,22 @@ class Server(Generic[State]):
         name: str,
         version: str = "0.1.0",
         *,
-        title: str | None = None,
         instructions: str | None = None,
         versions: Iterable[str] | None = None,
         registry: VersionRegistry | ModuleType | None = None,
-        capabilities: Mapping[str, Any] | None = None,
-        list_changed: bool = True,
-        logging: bool = True,
-        validate_results: bool = True,
+        advertising: ServerAdvertising | None = None,
         sealing: Sealing | None = None,
-        caching: Caching | None = None,
         limits: ServerLimits | None = None,
         diagnostics: Diagnostics | None = None,
         tasks: TaskOptions | None = None,
         lifespan: Lifespan[State] | None = None,
         middleware: Sequence[AnyMiddleware] = (),
-        visibility: Visibility | None = None,
         **deprecated: Unpack[DeprecatedServerOptions],
     ) -> None:
         options = resolve_server_options(
-            {"sealing": sealing, "caching": caching, "limits": limits, "diagnostics": diagnostics}, deprecated
+            {"advertising": advertising, "sealing": sealing, "limits": limits, "diagnostics": diagnostics}, deprecated
         )
+        shown = options.advertising
         self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
         self.eras = Eras(self.registry)
         self.serving = serving(self.eras)
@@ -148,26 +142,28 @@ class Server(Generic[State]):
         """The protocol versions served, oldest first."""
         self.info: dict[str, Any] = {"name": name, "version": version}
         """What the server tells clients about itself: `name`, `version` (and `title`)."""
-        if title:
-            self.info["title"] = title
+        if shown.title:
+            self.info["title"] = shown.title
         self.instructions = instructions
-        self.list_changed = list_changed
-        self.logging = logging
-        self.validate_results = validate_results
+        self.advertising = shown
+        """What the server shows its clients (`ServerAdvertising`), as given."""
+        self.list_changed = shown.list_changed
+        self.logging = shown.logging
+        self.validate_results = options.diagnostics.validate_results
         self.sealing = options.sealing
-        self.caching = options.caching
+        self.caching = shown.caching
         self.limits = options.limits
         self.diagnostics = options.diagnostics
         self.errors = ErrorReporter(options.diagnostics.error_details)
         self.telemetry = instrument(options.diagnostics.telemetry, "server")
         self.lifespan = LifespanRunner[State](self, lifespan)
         self.middleware = Chains(middleware)
-        self.visibility = visibility
+        self.visibility = shown.visibility
         self.dependency_overrides: dict[Callable[..., Any], Callable[..., Any]] = {}
         """Providers to use instead of others (`server.dependency_overrides[get_db] = fake_db`)."""
         self.routes: dict[str, tuple[frozenset[str], RouteHandler]] = {}  # custom HTTP routes
         self._limiter: anyio.lowlevel.RunVar[CapacityLimiter | None] = anyio.lowlevel.RunVar("mcpgen_thread_limiter")
-        self._capability_overrides = dict(capabilities or {})
+        self._capability_overrides = dict(shown.capabilities or {})
         self._capabilities: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.cursors = CursorSealer(options.sealing.cursor_secret)
         self.sealer = StateSealer(options.sealing.keys, options.sealing.ttl_seconds, options.sealing.seal_request_state)
@@ -909,6 +905,7 @@ __all__ = [
     "RequestContext",
     "Sealing",
     "Server",
+    "ServerAdvertising",
     "ServerLimits",
     "ServerSession",
     "TaskOptions",

@@ -1,22 +1,24 @@
 """The server's grouped options: `Server("demo", sealing=Sealing(keys=[...]), limits=ServerLimits(page_size=100))`.
 
 Each group is a frozen dataclass with a default for every field, so a server states only what it
-changes. The keywords these replace (`state_keys=`, `page_size=`, `cache_ttl_ms=`, ...) still
-work for one release, with a `DeprecationWarning` naming the group to use.
+changes. The keywords these replace (`state_keys=`, `page_size=`, `list_changed=`, `title=`,
+`validate_results=`, ...) still work for one release, with a `DeprecationWarning` naming the
+group to use.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
     from ..auth.server.resource import ProtectedResource
+    from .catalog import Visibility
     from .http.events import EventStore
     from .http.security import HttpSecurity
 
+from ..core.options import Moved, resolve_groups
 from ..core.telemetry import Telemetry
 
 
@@ -48,6 +50,30 @@ class Caching:
 
 
 @dataclass(frozen=True)
+class ServerAdvertising:
+    """What the server shows its clients, beyond its name, version and instructions.
+
+    - `title`: a human-readable name, in the server's info;
+    - `capabilities`: overrides of the inferred capabilities (deep-merged; a `None` value removes
+      a key);
+    - `list_changed`: advertise list-changed notifications (False: the capabilities say the lists
+      never change, and no such notification is sent);
+    - `logging`: advertise the logging capability;
+    - `caching`: the cache hints of modern results (`Caching`);
+    - `visibility`: `visibility(ctx, item) -> bool` filters what each caller is shown in
+      listings, and refuses what it may not see when called (`visible_by_scopes` uses the items'
+      `scopes=`).
+    """
+
+    title: str | None = None
+    capabilities: Mapping[str, Any] | None = None
+    list_changed: bool = True
+    logging: bool = True
+    caching: Caching = field(default_factory=Caching)
+    visibility: Visibility | None = None
+
+
+@dataclass(frozen=True)
 class ServerLimits:
     """Bounds the server keeps: `page_size` items per listing page (None: one page),
     `max_input_rounds` rounds of input one call may ask for, and `worker_threads`: how many plain
@@ -65,17 +91,20 @@ class ServerLimits:
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """What the server tells about itself when things go wrong, and to whom.
+    """What the server checks of its own answers, and tells about itself when things go wrong.
 
     - `error_details`: send an unexpected exception's type, message and traceback to the client
       (development only: by default the client gets a generic message with an error id, and the
       details go to the server's log under that id);
     - `telemetry`: OpenTelemetry settings (`Telemetry`; by default on when `opentelemetry-api` is
-      installed and an SDK is configured, `Telemetry(enabled=False)` turns it off).
+      installed and an SDK is configured, `Telemetry(enabled=False)` turns it off);
+    - `validate_results`: check every result against the version's table before sending it (a
+      result that does not fit is an internal error, logged, instead of a malformed answer).
     """
 
     error_details: bool = False
     telemetry: Telemetry | None = None
+    validate_results: bool = True
 
 
 class SessionOptions(TypedDict, total=False):
@@ -125,52 +154,51 @@ class DeprecatedServerOptions(TypedDict, total=False):
     cache_scope: Literal["private", "public"]
     page_size: int | None
     max_input_rounds: int
+    title: str | None
+    capabilities: Mapping[str, Any] | None
+    list_changed: bool
+    logging: bool
+    caching: Caching | None
+    visibility: Visibility | None
+    validate_results: bool
 
 
-_MOVED: dict[str, tuple[str, str]] = {
-    "state_keys": ("sealing", "keys"),
-    "state_key": ("sealing", "keys"),
-    "state_ttl_seconds": ("sealing", "ttl_seconds"),
-    "seal_request_state": ("sealing", "seal_request_state"),
-    "cursor_secret": ("sealing", "cursor_secret"),
-    "cache_ttl_ms": ("caching", "ttl_ms"),
-    "cache_scope": ("caching", "scope"),
-    "page_size": ("limits", "page_size"),
-    "max_input_rounds": ("limits", "max_input_rounds"),
+_MOVED: dict[str, Moved] = {
+    "state_keys": Moved("sealing", ("keys",)),
+    "state_key": Moved("sealing", ("keys",), none_ignored=True),
+    "state_ttl_seconds": Moved("sealing", ("ttl_seconds",)),
+    "seal_request_state": Moved("sealing", ("seal_request_state",)),
+    "cursor_secret": Moved("sealing", ("cursor_secret",)),
+    "cache_ttl_ms": Moved("advertising", ("caching", "ttl_ms")),
+    "cache_scope": Moved("advertising", ("caching", "scope")),
+    "page_size": Moved("limits", ("page_size",)),
+    "max_input_rounds": Moved("limits", ("max_input_rounds",)),
+    "title": Moved("advertising", ("title",)),
+    "capabilities": Moved("advertising", ("capabilities",)),
+    "list_changed": Moved("advertising", ("list_changed",)),
+    "logging": Moved("advertising", ("logging",)),
+    "caching": Moved("advertising", ("caching",), none_ignored=True),
+    "visibility": Moved("advertising", ("visibility",)),
+    "validate_results": Moved("diagnostics", ("validate_results",)),
 }
-_GROUP_TYPES = {"sealing": Sealing, "caching": Caching, "limits": ServerLimits, "diagnostics": Diagnostics}
+_GROUP_TYPES: dict[str, type[Any]] = {
+    "advertising": ServerAdvertising,
+    "sealing": Sealing,
+    "limits": ServerLimits,
+    "diagnostics": Diagnostics,
+}
 
 
 @dataclass
 class ServerOptions:
     """Every group, resolved (what `Server` keeps)."""
 
+    advertising: ServerAdvertising = field(default_factory=ServerAdvertising)
     sealing: Sealing = field(default_factory=Sealing)
-    caching: Caching = field(default_factory=Caching)
     limits: ServerLimits = field(default_factory=ServerLimits)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
 
 
 def resolve_server_options(groups: Mapping[str, Any], deprecated: Mapping[str, Any]) -> ServerOptions:
-    """The groups given, with the deprecated keywords folded in."""
-    resolved: dict[str, Any] = {name: groups.get(name) or kind() for name, kind in _GROUP_TYPES.items()}
-    moved: dict[str, dict[str, Any]] = {}
-    for keyword, value in deprecated.items():
-        target = _MOVED.get(keyword)
-        if target is None:
-            raise TypeError(f"Server() got an unexpected keyword argument {keyword!r}")
-        group, name = target
-        if keyword == "state_key" and value is None:
-            continue
-        kind = _GROUP_TYPES[group]
-        if groups.get(group) is not None:
-            raise TypeError(f"Server() got both {group}= and the deprecated {keyword}=; use {group}= only")
-        warnings.warn(
-            f"Server({keyword}=...) is deprecated; use Server({group}={kind.__name__}({name}=...))",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        moved.setdefault(group, {})[name] = value
-    for group, values in moved.items():
-        resolved[group] = replace(resolved[group], **values)
-    return ServerOptions(**resolved)
+    """The groups given, with the deprecated keywords folded in (each warns, at `Server(...)`'s caller)."""
+    return ServerOptions(**resolve_groups("Server", _GROUP_TYPES, _MOVED, groups, deprecated))

@@ -133,8 +133,8 @@ def test_console_script_is_installed() -> None:
 
 TOOLS_ONLY = (
     "import sys; sys.path.insert(0, {repo!r})\n"
-    "from mcpgen.runtime import Server\n"
-    "server = Server('tools-only', logging=False)\n"
+    "from mcpgen.runtime import Server, ServerAdvertising\n"
+    "server = Server('tools-only', advertising=ServerAdvertising(logging=False))\n"
     "server.add_tool(lambda: 'x', name='only')\n"
     "server.run_stdio()\n"
 )
@@ -263,6 +263,13 @@ def test_a_wrongly_typed_answer_is_a_usage_error(mode: str) -> None:
     assert "Invalid value for --answer" in err and 'confirm="maybe"' in err and "boolean" in err
     assert "the server answered with an error" not in err and "Internal error" not in err and out == ""
     assert "Traceback" not in err and "failed" not in err
+
+
+def test_an_unknown_log_level_is_a_usage_error_before_anything_starts() -> None:
+    code, out, err = run_split("call", "echo", "--log-level", "loud", "--", sys.executable, "-c", "raise SystemExit(3)")
+    assert code == 2, (out, err)
+    assert "Invalid value for --log-level" in err and "log_level must be one of" in err
+    assert "Traceback" not in err and out == ""
 
 
 class Terminal:

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from mcpgen.runtime import (
     CallNext,
+    ClientAdvertising,
     ClientHooks,
     Middleware,
     OutgoingRequest,
@@ -85,7 +86,9 @@ async def test_on_notification_sees_every_notification(mode: str) -> None:
 
     seen_meta: list[dict[str, Any]] = []
     hooks = ClientHooks(on_notification=listen)
-    async with connected(make_server(seen_meta), mode=mode, hooks=hooks, log_level="info") as client:
+    async with connected(
+        make_server(seen_meta), mode=mode, hooks=hooks, advertising=ClientAdvertising(log_level="info")
+    ) as client:
         await client.call_tool("steps", {"n": 2}, progress=lambda *_: None)
     assert ("notifications/progress", 1.0) in heard and ("notifications/progress", 2.0) in heard
     assert ("notifications/message", "step 2") in heard

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcpgen.runtime import Client, NegotiationError, RequestTimeout, Server, Timeouts, memory_pair
+from mcpgen.runtime import Client, ClientAdvertising, NegotiationError, RequestTimeout, Server, Timeouts, memory_pair
 from support.peers import V25, V26, RawPeer, connected
 
 pytestmark = pytest.mark.anyio
@@ -238,7 +238,9 @@ async def test_modern_requests_carry_the_per_request_meta() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(scripted_server, peer, {"tools/list": tools})
         async with Client(
-            client_end, mode=V26, client_info={"name": "me", "version": "9"}, log_level="warning"
+            client_end,
+            mode=V26,
+            advertising=ClientAdvertising(info={"name": "me", "version": "9"}, log_level="warning"),
         ) as client:
             await client.list_tools()
         tg.cancel_scope.cancel()

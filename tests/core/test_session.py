@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcpgen.runtime import McpError, RequestContext, Server
+from mcpgen.runtime import McpError, RequestContext, Server, ServerAdvertising
 from mcpgen.runtime.core.stdio import LineSplitter
 from mcpgen.runtime.core.transport import Frame, Oversized
 from support.peers import V25, V26, meta, raw_server
@@ -127,7 +127,8 @@ async def test_a_handler_that_raises_is_an_internal_error() -> None:
 
 
 async def test_a_handler_that_raises_mcp_error_keeps_its_code() -> None:
-    server = make_server(capabilities={"prompts": {}})  # prompts offered, served by the handler below
+    # prompts offered, served by the handler below
+    server = make_server(advertising=ServerAdvertising(capabilities={"prompts": {}}))
 
     @server.method("prompts/list")
     async def refuse(ctx: RequestContext, params: Any) -> Any:

@@ -17,6 +17,7 @@ from mcpgen.runtime import (
     RequestContext,
     Sealing,
     Server,
+    ServerAdvertising,
     Timeouts,
     memory_pair,
 )
@@ -141,7 +142,9 @@ async def test_listen_errors_are_raised_and_body_errors_are_not_wrapped() -> Non
         with pytest.raises(McpError, match="no streams here"):
             async with client.listen(tools=True):
                 pass
-    async with connected(Server("fine", capabilities={"tools": {"listChanged": True}}), mode=V26) as client:
+    async with connected(
+        Server("fine", advertising=ServerAdvertising(capabilities={"tools": {"listChanged": True}})), mode=V26
+    ) as client:
         with pytest.raises(KeyError):
             async with client.listen(tools=True):
                 raise KeyError("mine")

@@ -17,7 +17,8 @@ import anyio
 import pytest
 from mcpgen.runtime import (
     Client,
-    ClientLimits,
+    ClientAdvertising,
+    ClientChecks,
     InputHandlers,
     InvalidParams,
     McpError,
@@ -267,14 +268,16 @@ async def test_state_only_round_is_retried_after_a_pause() -> None:
 
 async def test_round_limit_is_a_typed_error() -> None:
     replies = [input_required(inputRequests=ASK, requestState=str(i)) for i in range(4)]
-    outcome, seen = await drive(replies, limits=ClientLimits(max_input_rounds=3))
+    outcome, seen = await drive(replies, checks=ClientChecks(max_input_rounds=3))
     assert isinstance(outcome, InputRoundsExceeded)
     assert len(seen) == 4
 
 
 async def test_a_kind_without_handler_is_a_typed_error_and_nothing_is_retried() -> None:
     ask = {"llm": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}}
-    outcome, seen = await drive([input_required(inputRequests=ask), DONE], capabilities={"sampling": {}})
+    outcome, seen = await drive(
+        [input_required(inputRequests=ask), DONE], advertising=ClientAdvertising(capabilities={"sampling": {}})
+    )
     assert isinstance(outcome, MissingInputHandler)
     assert len(seen) == 1
 
@@ -508,7 +511,7 @@ async def test_server_round_limit(mode: str) -> None:
         make_server(limits=ServerLimits(max_input_rounds=2)),
         mode=mode,
         inputs=InputHandlers(elicitation=accept()),
-        limits=ClientLimits(max_input_rounds=3),
+        checks=ClientChecks(max_input_rounds=3),
     ) as client:
         with pytest.raises((InternalError, InputRoundsExceeded)):
             await client.call_tool("insatiable")
@@ -599,13 +602,15 @@ async def test_capabilities_inferred_from_handlers_and_explicit_wins() -> None:
         "elicitation": {"form": {}, "url": {}},
     }
     assert client.capabilities(V26)["roots"] == {}, "roots.listChanged exists only where the notification does"
-    assert Client(memory_pair()[0], **FULL, capabilities={}).capabilities(V25) == {}
-    assert Client(memory_pair()[0], capabilities={"roots": {}}).capabilities(V26) == {"roots": {}}
+    assert Client(memory_pair()[0], **FULL, advertising=ClientAdvertising(capabilities={})).capabilities(V25) == {}
+    assert Client(memory_pair()[0], advertising=ClientAdvertising(capabilities={"roots": {}})).capabilities(V26) == {
+        "roots": {}
+    }
 
 
 async def test_extensions_are_off_unless_configured_and_only_where_the_schema_has_them() -> None:
     assert "extensions" not in Client(memory_pair()[0]).capabilities(V26)
-    client = Client(memory_pair()[0], extensions={"com.example/thing": {"level": 2}})
+    client = Client(memory_pair()[0], advertising=ClientAdvertising(extensions={"com.example/thing": {"level": 2}}))
     assert client.capabilities(V26)["extensions"] == {"com.example/thing": {"level": 2}}
     assert "extensions" not in client.capabilities(V25)
     server = Server("ext")

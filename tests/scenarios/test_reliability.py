@@ -11,7 +11,7 @@ import anyio
 import pytest
 from mcpgen.runtime import (
     Client,
-    ClientLimits,
+    ClientChecks,
     ElicitationError,
     InputHandlers,
     McpRuntimeError,
@@ -295,7 +295,7 @@ async def test_a_server_that_never_stops_paginating_is_stopped() -> None:
                 await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
         tg.start_soon(endless)
-        async with Client(client_end, mode=V26, limits=ClientLimits(max_pages=25)) as client:
+        async with Client(client_end, mode=V26, checks=ClientChecks(max_pages=25)) as client:
             with pytest.raises(PaginationError, match="more than 25 pages"):
                 async for _ in client.tools():
                     pass

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcpgen.runtime import ClientAdvertising
 from mcpgen.runtime.server.tasks import EXTENSION
 from support.asgi_driver import meta, modern_headers, request
 from support.processes import redis_server, worker
@@ -104,7 +105,9 @@ async def test_the_client_waits_for_tasks_over_http_in_both_eras(env: dict[str, 
 
     with worker(TARGET, env) as url:
         for mode in ("auto", "handshake"):
-            async with Client(url, mode=mode, tasks=True, inputs=InputHandlers(elicitation=go_on)) as client:
+            async with Client(
+                url, mode=mode, inputs=InputHandlers(elicitation=go_on), advertising=ClientAdvertising(tasks=True)
+            ) as client:
                 answered = await client.call_tool("ask_pid", {})  # tasks/get and tasks/update carry Mcp-Name
                 assert answered.content[0].text.endswith(":{'ok': True}"), mode
                 task = await client.call_tool("sleepy", {"seconds": 600}, wait=False)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from mcpgen.runtime import Client, Diagnostics, InvalidParams, Server, Telemetry, ToolError
+from mcpgen.runtime import Client, ClientHooks, Diagnostics, InvalidParams, Server, Telemetry, ToolError
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -84,7 +84,7 @@ def make_server(otel: Otel) -> Server:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_tool_call_is_a_client_span_and_its_server_child(mode: str, otel: Otel) -> None:
-    async with Client(make_server(otel), mode=mode, telemetry=otel.telemetry) as client:
+    async with Client(make_server(otel), mode=mode, hooks=ClientHooks(telemetry=otel.telemetry)) as client:
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
         version = client.protocol_version
     (sent,) = otel.finished(SpanKind.CLIENT, "tools/call add")
@@ -107,7 +107,7 @@ async def test_a_tool_call_is_a_client_span_and_its_server_child(mode: str, otel
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_failures_set_error_type_and_status(mode: str, otel: Otel) -> None:
-    async with Client(make_server(otel), mode=mode, telemetry=otel.telemetry) as client:
+    async with Client(make_server(otel), mode=mode, hooks=ClientHooks(telemetry=otel.telemetry)) as client:
         refused = await client.call_tool("refuse")
         assert refused.is_error
         with pytest.raises(InvalidParams):
@@ -124,7 +124,7 @@ async def test_failures_set_error_type_and_status(mode: str, otel: Otel) -> None
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_resources_and_prompts_are_named_by_the_conventions(mode: str, otel: Otel) -> None:
-    async with Client(make_server(otel), mode=mode, telemetry=otel.telemetry) as client:
+    async with Client(make_server(otel), mode=mode, hooks=ClientHooks(telemetry=otel.telemetry)) as client:
         await client.read_resource("mem://k")
         await client.get_prompt("greet", {"name": "x"})
     (read,) = otel.finished(SpanKind.SERVER, "resources/read")  # the URI is no part of the name (cardinality)
@@ -134,7 +134,7 @@ async def test_resources_and_prompts_are_named_by_the_conventions(mode: str, ote
 
 
 async def test_durations_are_recorded_on_both_sides(otel: Otel) -> None:
-    async with Client(make_server(otel), mode="auto", telemetry=otel.telemetry) as client:
+    async with Client(make_server(otel), mode="auto", hooks=ClientHooks(telemetry=otel.telemetry)) as client:
         for _ in range(3):
             await client.call_tool("add", {"a": 1, "b": 2})
     for metric in ("mcp.server.operation.duration", "mcp.client.operation.duration"):
@@ -147,7 +147,7 @@ async def test_durations_are_recorded_on_both_sides(otel: Otel) -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_trace_context_travels_over_http(mode: str, otel: Otel) -> None:
     server = make_server(otel)
-    async with live(server) as (url, _), Client(url, mode=mode, telemetry=otel.telemetry) as client:
+    async with live(server) as (url, _), Client(url, mode=mode, hooks=ClientHooks(telemetry=otel.telemetry)) as client:
         await client.call_tool("add", {"a": 1, "b": 2})
     (sent,) = otel.finished(SpanKind.CLIENT, "tools/call add")
     (handled,) = otel.finished(SpanKind.SERVER, "tools/call add")
@@ -160,7 +160,7 @@ async def test_trace_context_travels_over_http(mode: str, otel: Otel) -> None:
 
 async def test_a_client_span_of_the_application_is_the_parent(otel: Otel) -> None:
     tracer = otel.tracer_provider.get_tracer("app")
-    async with Client(make_server(otel), mode="auto", telemetry=otel.telemetry) as client:
+    async with Client(make_server(otel), mode="auto", hooks=ClientHooks(telemetry=otel.telemetry)) as client:
         with tracer.start_as_current_span("agent step") as step:
             await client.call_tool("add", {"a": 1, "b": 2})
     (sent,) = otel.finished(SpanKind.CLIENT, "tools/call add")
@@ -170,7 +170,7 @@ async def test_a_client_span_of_the_application_is_the_parent(otel: Otel) -> Non
 async def test_turned_off_nothing_is_recorded(otel: Otel) -> None:
     server = Server("quiet", diagnostics=Diagnostics(telemetry=Telemetry(enabled=False)))
     server.add_tool(lambda: "x", name="x")
-    async with Client(server, mode="auto", telemetry=Telemetry(enabled=False)) as client:
+    async with Client(server, mode="auto", hooks=ClientHooks(telemetry=Telemetry(enabled=False))) as client:
         await client.call_tool("x")
     assert server.telemetry is None and client.telemetry is None
     assert otel.spans.get_finished_spans() == ()

@@ -11,6 +11,7 @@ from mcpgen.generated.v2026_07_28.models import ImageContent, TextContent
 from mcpgen.runtime import (
     CapabilityError,
     Client,
+    ClientAdvertising,
     ClientHooks,
     InvalidParams,
     McpError,
@@ -18,6 +19,7 @@ from mcpgen.runtime import (
     RequestContext,
     RequestTimeout,
     Server,
+    ServerAdvertising,
     ServerLimits,
     memory_pair,
 )
@@ -418,7 +420,7 @@ async def test_cursor_of_another_list_is_refused() -> None:
 
 
 async def test_capabilities_are_inferred_and_overridable() -> None:
-    assert Server("empty", logging=False).capabilities() == {}
+    assert Server("empty", advertising=ServerAdvertising(logging=False)).capabilities() == {}
     inferred = make_server().capabilities()
     assert inferred == {
         "tools": {"listChanged": True},
@@ -427,14 +429,16 @@ async def test_capabilities_are_inferred_and_overridable() -> None:
         "completions": {},
         "logging": {},
     }
-    quiet = make_server(list_changed=False, capabilities={"logging": None, "experimental": {"x": {}}}).capabilities()
+    quiet = make_server(
+        advertising=ServerAdvertising(list_changed=False, capabilities={"logging": None, "experimental": {"x": {}}})
+    ).capabilities()
     assert quiet["tools"] == {"listChanged": False}
     assert "logging" not in quiet and quiet["experimental"] == {"x": {}}
 
 
 @pytest.mark.parametrize("mode", ["handshake", "auto"])
 async def test_client_refuses_calls_the_server_did_not_advertise_before_sending(mode: str) -> None:
-    server = Server("tools-only", logging=False)
+    server = Server("tools-only", advertising=ServerAdvertising(logging=False))
     server.add_tool(lambda: "x", name="x")
     async with connected(server, mode=mode) as client:
         before = client.session.next_id()
@@ -484,7 +488,7 @@ async def test_legacy_list_changed_is_pushed() -> None:
 
 
 async def test_legacy_list_changed_not_sent_when_turned_off() -> None:
-    server = make_server(list_changed=False)
+    server = make_server(advertising=ServerAdvertising(list_changed=False))
     changed: list[str] = []
     async with connected(server, mode="handshake", hooks=ClientHooks(on_list_changed=changed.append)):
         server.add_tool(lambda: "n", name="new")
@@ -513,7 +517,7 @@ async def test_modern_listen_stream() -> None:
 
 
 async def test_modern_listen_honours_only_advertised_flags() -> None:
-    server = make_server(list_changed=False)
+    server = make_server(advertising=ServerAdvertising(list_changed=False))
     async with connected(server, mode=V26) as client, client.listen(tools=True, prompts=True) as sub:
         assert sub.honoured == {}
 
@@ -550,7 +554,7 @@ async def test_server_to_client_request_can_be_cancelled_by_the_server() -> None
     stopped = anyio.Event()
     server = make_server()
     client_end, server_end = memory_pair()
-    client = Client(client_end, mode="handshake", capabilities={"roots": {}})
+    client = Client(client_end, mode="handshake", advertising=ClientAdvertising(capabilities={"roots": {}}))
 
     async def slow_roots(params: Any) -> Any:
         try:

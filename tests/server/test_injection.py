@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import pytest
-from mcpgen.runtime import Depends, RequestContext, Server
+from mcpgen.runtime import ClientAdvertising, Depends, RequestContext, Server
 from support.peers import connected
 
 pytestmark = pytest.mark.anyio
@@ -102,7 +102,9 @@ async def test_injected_parameters_are_not_the_clients(mode: str) -> None:
 async def test_providers_run_per_call_and_clean_up_after_it(mode: str) -> None:
     app = App(Database("main"))
     server = make_server(app)
-    async with connected(server, mode=mode, client_info={"name": "tester", "version": "1"}) as client:
+    async with connected(
+        server, mode=mode, advertising=ClientAdvertising(info={"name": "tester", "version": "1"})
+    ) as client:
         assert (await client.call_tool("query", {"sql": "select 1"})).content[0].text == "main: select 1"
         first = await client.call_tool("in_session", {"sql": "select 2"})
         second = await client.call_tool("in_session", {"sql": "select 3"})

@@ -12,10 +12,12 @@ import anyio
 import pytest
 from mcpgen.runtime import (
     Client,
+    ClientAdvertising,
     InvalidParams,
     McpError,
     RequestContext,
     Server,
+    ServerAdvertising,
     TransportContext,
     memory_pair,
     visible_by_scopes,
@@ -128,7 +130,7 @@ async def names(client: Client) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_visible_by_scopes_filters_listings_and_refuses_calls(mode: str) -> None:
-    server = make_server(visibility=visible_by_scopes)
+    server = make_server(advertising=ServerAdvertising(visibility=visible_by_scopes))
     async with as_principal(server, {"notes:read"}, mode) as reader:
         assert await names(reader) == {
             "tools": ["public"],
@@ -156,7 +158,9 @@ async def test_visible_by_scopes_filters_listings_and_refuses_calls(mode: str) -
 
 
 async def test_without_authentication_only_unscoped_items_are_visible() -> None:
-    async with connected(make_server(visibility=visible_by_scopes), mode="auto") as client:
+    async with connected(
+        make_server(advertising=ServerAdvertising(visibility=visible_by_scopes)), mode="auto"
+    ) as client:
         assert (await names(client))["tools"] == ["public"]
 
 
@@ -167,13 +171,15 @@ async def test_any_per_caller_filter(mode: str) -> None:
     def only_for_ops(ctx: RequestContext, item: Feature) -> bool:
         return not item.name.startswith("ops_") or (ctx.client_info or {}).get("name") == "ops-console"
 
-    server = Server("filtered", visibility=only_for_ops)
+    server = Server("filtered", advertising=ServerAdvertising(visibility=only_for_ops))
     server.add_tool(lambda: "restarted", name="ops_restart")
     server.add_tool(lambda: "hi", name="greet")
     async with connected(server, mode=mode) as client:
         assert [t.name async for t in client.tools()] == ["greet"]
         with pytest.raises(InvalidParams, match="unknown tool"):
             await client.call_tool("ops_restart")
-    async with connected(server, mode=mode, client_info={"name": "ops-console", "version": "1"}) as ops:
+    async with connected(
+        server, mode=mode, advertising=ClientAdvertising(info={"name": "ops-console", "version": "1"})
+    ) as ops:
         assert [t.name async for t in ops.tools()] == ["ops_restart", "greet"]
         assert (await ops.call_tool("ops_restart")).content[0].text == "restarted"

@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 from mcpgen.generated.types import CallToolResult, InputRequiredResult
-from mcpgen.runtime import Client, ClientHooks, InputHandlers, TaskState, ToolTask, stdio
+from mcpgen.runtime import Client, ClientAdvertising, ClientHooks, InputHandlers, TaskState, ToolTask, stdio
 
 
 async def on_log(level: Any, data: Any, logger: Any) -> None:
@@ -40,7 +40,8 @@ async def main(command: list[str]) -> None:
         mode="auto",
         hooks=ClientHooks(on_log=on_log, on_list_changed=on_change),
         inputs=InputHandlers(elicitation=confirm_everything),
-        tasks=True,  # tool calls the server runs as tasks: waited for, or handed over with wait=False
+        # tool calls the server runs as tasks: waited for, or handed over with wait=False
+        advertising=ClientAdvertising(tasks=True),
     ) as client:
         print(client.protocol_version, client.era, client.server_info)
         names: list[str] = [tool.name async for tool in client.tools()]

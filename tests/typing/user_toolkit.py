@@ -28,6 +28,7 @@ from mcpgen.runtime import (
     RequestInfo,
     RequestLogging,
     Server,
+    ServerAdvertising,
     ServerLimits,
     Telemetry,
     Timing,
@@ -82,9 +83,9 @@ server = Server(
     "toolkit",
     lifespan=lifespan,
     middleware=[RequestLogging(), RateLimit(50, per=1.0), timing, audit],
-    visibility=visible_by_scopes,
     limits=ServerLimits(worker_threads=8),
     diagnostics=Diagnostics(error_details=False, telemetry=Telemetry()),
+    advertising=ServerAdvertising(visibility=visible_by_scopes),
 )
 
 

@@ -1,12 +1,13 @@
 """`ClientTasks`: a client's side of tasks (`client.tasks`), for both designs.
 
-`Client(..., tasks=True)` opts in. On a version the tasks extension applies to, every request
-then declares the extension in its `_meta` client capabilities (the extension's only opt-in), and
-the extension's table rows are in force (`tasks/get`, `tasks/update`, `tasks/cancel`, a
-`tools/call` that may answer with a `CreateTaskResult`). On a handshake-era version with the
-experimental tasks of 2025-11-25, a `tools/call` carries `task` when the server offers task-augmented
-calls and the tool's listing says it supports them (`execution.taskSupport`; the tools are listed
-once to learn it). Either way, what comes back may be a task: `adopt` makes it a `ToolTask`.
+`Client(..., advertising=ClientAdvertising(tasks=True))` opts in. On a version the tasks extension
+applies to, every request then declares the extension in its `_meta` client capabilities (the
+extension's only opt-in), and the extension's table rows are in force (`tasks/get`, `tasks/update`,
+`tasks/cancel`, a `tools/call` that may answer with a `CreateTaskResult`). On a handshake-era
+version with the experimental tasks of 2025-11-25, a `tools/call` carries `task` when the server
+offers task-augmented calls and the tool's listing says it supports them (`execution.taskSupport`;
+the tools are listed once to learn it). Either way, what comes back may be a task: `adopt` makes it
+a `ToolTask`.
 """
 
 from __future__ import annotations

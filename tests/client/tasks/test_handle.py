@@ -1,4 +1,4 @@
-"""The client's side of tasks, in both eras: opting in with `tasks=True`, `call_tool` waiting as
+"""The client's side of tasks, in both eras: opting in with `ClientAdvertising(tasks=True)`, `call_tool` waiting as
 if the call were synchronous, the `ToolTask` handle (status, result, input through the client's
 handlers, cancel), listening for status notifications instead of polling, and what a call that
 times out or is cancelled does to its task."""
@@ -11,6 +11,7 @@ import anyio
 import pytest
 from mcpgen.runtime import (
     CapabilityError,
+    ClientAdvertising,
     InputError,
     InputHandlers,
     McpError,
@@ -45,7 +46,7 @@ def inputs(asker: Asker, **more: Any) -> InputHandlers:
 async def test_call_tool_waits_for_a_task_as_if_it_were_synchronous(mode: str) -> None:
     server, gates = make_server()
     asker = Asker()
-    async with connected(server, mode=mode, tasks=True, inputs=inputs(asker)) as client:
+    async with connected(server, mode=mode, inputs=inputs(asker), advertising=ClientAdvertising(tasks=True)) as client:
         gates.event("w").set()
         result = await client.call_tool("gated", {"label": "w"})
         assert result.content[0].text == "w done in task True"
@@ -62,7 +63,7 @@ async def test_call_tool_waits_for_a_task_as_if_it_were_synchronous(mode: str) -
 async def test_a_task_handle_reports_its_statuses_and_answers_input_once(mode: str) -> None:
     server, _ = make_server()
     asker = Asker()
-    async with connected(server, mode=mode, tasks=True, inputs=inputs(asker)) as client:
+    async with connected(server, mode=mode, inputs=inputs(asker), advertising=ClientAdvertising(tasks=True)) as client:
         task = await client.call_tool("pair", {}, wait=False)
         assert isinstance(task, ToolTask) and task.tool == "pair" and task.extension == (mode == "auto")
         assert (await task.status()).task_id == task.task_id
@@ -80,7 +81,7 @@ async def test_a_task_handle_reports_its_statuses_and_answers_input_once(mode: s
 @pytest.mark.parametrize("mode", MODES)
 async def test_cancelling_a_task(mode: str) -> None:
     server, gates = make_server()
-    async with connected(server, mode=mode, tasks=True) as client:
+    async with connected(server, mode=mode, advertising=ClientAdvertising(tasks=True)) as client:
         task = await client.call_tool("gated", {"label": "x"}, wait=False)
         assert isinstance(task, ToolTask)
         await gates.started("x").wait()
@@ -97,13 +98,13 @@ async def test_cancelling_a_task(mode: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_call_that_is_cancelled_or_times_out_cancels_its_task(mode: str) -> None:
     server, gates = make_server()
-    async with connected(server, mode=mode, tasks=True) as client:
+    async with connected(server, mode=mode, advertising=ClientAdvertising(tasks=True)) as client:
         with pytest.raises(RequestTimeout):
             await client.call_tool("gated", {"label": "t"}, timeout=0.2)
         with anyio.fail_after(10):
             while "t" not in gates.cancelled:
                 await anyio.sleep(0.01)
-    async with connected(server, mode=mode, tasks=True) as client:
+    async with connected(server, mode=mode, advertising=ClientAdvertising(tasks=True)) as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(client.call_tool, "gated", {"label": "c"})
             with anyio.fail_after(10):
@@ -118,7 +119,7 @@ async def test_a_call_that_is_cancelled_or_times_out_cancels_its_task(mode: str)
 @pytest.mark.parametrize("mode", MODES)
 async def test_waiting_hears_status_notifications_without_polling(mode: str) -> None:
     server, gates = make_server(poll_interval_ms=600_000)  # a poll would take ten minutes
-    async with connected(server, mode=mode, tasks=True) as client:
+    async with connected(server, mode=mode, advertising=ClientAdvertising(tasks=True)) as client:
         task = await client.call_tool("gated", {"label": "n"}, wait=False)
         assert isinstance(task, ToolTask)
         async with anyio.create_task_group() as tg:
@@ -142,7 +143,9 @@ async def test_without_the_opt_in(mode: str) -> None:
 
 async def test_with_the_input_driver_off_the_caller_answers() -> None:
     server, _ = make_server()
-    async with connected(server, tasks=True, inputs=InputHandlers(elicitation=Asker(), drive=False)) as client:
+    async with connected(
+        server, inputs=InputHandlers(elicitation=Asker(), drive=False), advertising=ClientAdvertising(tasks=True)
+    ) as client:
         task = await client.call_tool("confirm", {}, wait=False)
         assert isinstance(task, ToolTask)
         with pytest.raises(InputError):
@@ -173,12 +176,12 @@ def test_task_states_read_either_design() -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_task_is_taken_up_again_by_its_id_on_a_new_connection(mode: str) -> None:
     server, _ = make_server()
-    async with connected(server, mode=mode, tasks=True) as client:
+    async with connected(server, mode=mode, advertising=ClientAdvertising(tasks=True)) as client:
         task = await client.call_tool("quick", {"text": "kept"}, wait=False)
         assert isinstance(task, ToolTask)
         kept = task.task_id
         await task.wait()
-    async with connected(server, mode=mode, tasks=True) as client:
+    async with connected(server, mode=mode, advertising=ClientAdvertising(tasks=True)) as client:
         again = await client.tasks.attach(kept, "quick")
         assert again.state.status == "completed"
         assert (await again.result()).content[0].text == "kept:True"
