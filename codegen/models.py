@@ -263,7 +263,6 @@ def dump_maps_as_sent(code: str) -> str:
             return isinstance(expr.slice, ast.Tuple) and of_models(expr.slice.elts[0], seen)
         return False
 
-    lines = code.splitlines(keepends=True)
     edits: list[tuple[ast.expr, str]] = []
     for value in aliases.values():
         if (
@@ -275,8 +274,19 @@ def dump_maps_as_sent(code: str) -> str:
             and of_models(value.slice.elts[1])
         ):
             edits.append((value, f"Annotated[{ast.unparse(value)}, WrapSerializer(dump_as_sent)]"))
+    return _replace_values(
+        code, tree, edits, [("_base", "dump_as_sent"), ("pydantic", "WrapSerializer"), ("typing", "Annotated")]
+    )
+
+
+def _replace_values(
+    code: str, tree: ast.Module, edits: list[tuple[ast.expr, str]], needed: list[tuple[str, str]]
+) -> str:
+    """`code` (parsed as `tree`) with each expression of `edits` replaced by its text, and the
+    imports of `needed` ((module, name); `_base` is the tree's base) it lacks added."""
     if not edits:
         return code
+    lines = code.splitlines(keepends=True)
     for value, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
         assert value.end_lineno is not None and value.end_col_offset is not None
         start, end = value.lineno - 1, value.end_lineno - 1
@@ -287,13 +297,10 @@ def dump_maps_as_sent(code: str) -> str:
     base = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "_base"), None)
     if base is None:
         raise GenerationError("the generated models do not import the tree's base")
-    needed = [
-        ("." * base.level, "_base", "dump_as_sent"),
-        ("", "pydantic", "WrapSerializer"),
-        ("", "typing", "Annotated"),
-    ]
     imports = "".join(
-        f"from {level}{module} import {name}\n" for level, module, name in needed if (module, name) not in have
+        f"from {'.' * base.level if module == '_base' else ''}{module} import {name}\n"
+        for module, name in needed
+        if (module, name) not in have
     )
     return typed_dicts.insert_imports("".join(lines), imports)
 
@@ -364,7 +371,6 @@ def split_by_shape(code: str, splits: dict[str, Split]) -> str:
         return code
     tree = ast.parse(code)
     python = _python_names(tree)
-    lines = code.splitlines(keepends=True)
     edits: list[tuple[ast.expr, str]] = []
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
@@ -387,27 +393,8 @@ def split_by_shape(code: str, splits: dict[str, Split]) -> str:
         union = " | ".join(f"Annotated[{' | '.join(members)}, Tag({tag!r})]" for tag, members in choices)
         extras = "".join(f", {ast.unparse(e)}" for e in rest)
         edits.append((value, f"Annotated[{union}, {discriminator}{extras}]"))
-    if not edits:
-        return code
-    for value, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
-        assert value.end_lineno is not None and value.end_col_offset is not None
-        start, end = value.lineno - 1, value.end_lineno - 1
-        head, tail = lines[start][: value.col_offset], lines[end][value.end_col_offset :]
-        lines[start : end + 1] = [head + text + tail]
-    have = {(n.module, a.asname or a.name) for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    base = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "_base"), None)
-    if base is None:
-        raise GenerationError("the generated models do not import the tree's base")
-    needed = [
-        ("." * base.level, "_base", "split_by_shape"),
-        ("", "pydantic", "Discriminator"),
-        ("", "pydantic", "Tag"),
-        ("", "typing", "Annotated"),
-    ]
-    imports = "".join(
-        f"from {level}{module} import {name}\n" for level, module, name in needed if (module, name) not in have
-    )
-    return typed_dicts.insert_imports("".join(lines), imports)
+    needed = [("_base", "split_by_shape"), ("pydantic", "Discriminator"), ("pydantic", "Tag"), ("typing", "Annotated")]
+    return _replace_values(code, tree, edits, needed)
 
 
 def reuse_from(code: str, reuse: Reuse, header: str) -> str:
