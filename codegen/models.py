@@ -16,7 +16,7 @@ from typing import Any
 
 from . import typed_dicts
 from .errors import GenerationError
-from .normalize import Normalized
+from .normalize import Normalized, Split
 
 TEMPLATE_DIR = Path(__file__).parent / "templates" / "models"
 
@@ -216,7 +216,7 @@ def emit_models_and_names(
     # reused ones are then left out and imported.
     decided = {name: name in reuse.typed_dicts for name in reuse.names} if reuse is not None else {}
     chosen = typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of), decided=decided)
-    code = dump_maps_as_sent(typed_dicts.convert(code, chosen))
+    code = split_by_shape(dump_maps_as_sent(typed_dicts.convert(code, chosen)), norm.shape_splits)
     if reuse is not None:
         code = reuse_from(code, reuse, header)
     return tidy(code)
@@ -263,7 +263,6 @@ def dump_maps_as_sent(code: str) -> str:
             return isinstance(expr.slice, ast.Tuple) and of_models(expr.slice.elts[0], seen)
         return False
 
-    lines = code.splitlines(keepends=True)
     edits: list[tuple[ast.expr, str]] = []
     for value in aliases.values():
         if (
@@ -275,8 +274,19 @@ def dump_maps_as_sent(code: str) -> str:
             and of_models(value.slice.elts[1])
         ):
             edits.append((value, f"Annotated[{ast.unparse(value)}, WrapSerializer(dump_as_sent)]"))
+    return _replace_values(
+        code, tree, edits, [("_base", "dump_as_sent"), ("pydantic", "WrapSerializer"), ("typing", "Annotated")]
+    )
+
+
+def _replace_values(
+    code: str, tree: ast.Module, edits: list[tuple[ast.expr, str]], needed: list[tuple[str, str]]
+) -> str:
+    """`code` (parsed as `tree`) with each expression of `edits` replaced by its text, and the
+    imports of `needed` ((module, name); `_base` is the tree's base) it lacks added."""
     if not edits:
         return code
+    lines = code.splitlines(keepends=True)
     for value, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
         assert value.end_lineno is not None and value.end_col_offset is not None
         start, end = value.lineno - 1, value.end_lineno - 1
@@ -287,15 +297,104 @@ def dump_maps_as_sent(code: str) -> str:
     base = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "_base"), None)
     if base is None:
         raise GenerationError("the generated models do not import the tree's base")
-    needed = [
-        ("." * base.level, "_base", "dump_as_sent"),
-        ("", "pydantic", "WrapSerializer"),
-        ("", "typing", "Annotated"),
-    ]
     imports = "".join(
-        f"from {level}{module} import {name}\n" for level, module, name in needed if (module, name) not in have
+        f"from {'.' * base.level if module == '_base' else ''}{module} import {name}\n"
+        for module, name in needed
+        if (module, name) not in have
     )
     return typed_dicts.insert_imports("".join(lines), imports)
+
+
+# at most this many keys tell the members of one value apart (2**n masks); beyond, a value's
+# members are all tried
+_MAX_SPLIT_KEYS = 6
+
+
+def _python_names(tree: ast.Module) -> dict[str, dict[str, str]]:
+    """Class name -> {wire name: Python name} of its aliased fields."""
+    found: dict[str, dict[str, str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        names: dict[str, str] = {}
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                for call in ast.walk(stmt.annotation):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Field":
+                        for kw in call.keywords:
+                            alias = kw.value.value if isinstance(kw.value, ast.Constant) else None
+                            if kw.arg == "alias" and isinstance(alias, str):
+                                names[alias] = stmt.target.id
+        found[node.name] = names
+    return found
+
+
+def _split_choices(
+    prop: str, groups: dict[str, list[tuple[str, frozenset[str]]]], python: dict[str, dict[str, str]]
+) -> tuple[list[tuple[str, tuple[str, ...]]], str]:
+    """The tagged choices of a split union ([(tag, members)]) and the source of its discriminator."""
+
+    def spellings(key: str, members: list[str]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([key, *(python.get(m, {}).get(key, key) for m in members)]))
+
+    choices: list[tuple[str, tuple[str, ...]]] = []
+    table: list[str] = []
+    for value, group in groups.items():
+        members = [name for name, _ in group]
+        common = frozenset.intersection(*(required for _, required in group))
+        keys = sorted(frozenset().union(*(required for _, required in group)) - common)
+        if len(keys) > _MAX_SPLIT_KEYS:
+            keys = []
+        tags: dict[int, str] = {}
+        by_members: dict[tuple[str, ...], str] = {}
+        for mask in range(1 << len(keys)):
+            present = {key for bit, key in enumerate(keys) if mask & (1 << bit)}
+            subset = tuple(name for name, required in group if required - common <= present)
+            if not subset:
+                continue
+            if subset not in by_members:
+                by_members[subset] = "+".join([value, *sorted(present)])
+                choices.append((by_members[subset], subset))
+            tags[mask] = by_members[subset]
+        key_text = "".join(f"{spellings(key, members)!r}, " for key in keys)
+        tag_text = ", ".join(f"{mask}: {tag!r}" for mask, tag in tags.items())
+        table.append(f"{value!r}: (({key_text}), {{{tag_text}}})")
+    names = spellings(prop, [name for group in groups.values() for name, _ in group])
+    return choices, f"Discriminator(split_by_shape({names!r}, {{{', '.join(table)}}}))"
+
+
+def split_by_shape(code: str, splits: dict[str, Split]) -> str:
+    """Give each union def of `splits` (`Normalized.shape_splits`) a discriminator: its members
+    tagged by the value of the splitting property and the keys present, so a value is checked
+    against the members it can be, not all of them. Found by AST."""
+    if not splits:
+        return code
+    tree = ast.parse(code)
+    python = _python_names(tree)
+    edits: list[tuple[ast.expr, str]] = []
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
+            continue
+        value = _alias_value(node)
+        if value is None or node.targets[0].id not in splits:
+            continue
+        prop, groups = splits[node.targets[0].id]
+        if not all(name in python for group in groups.values() for name, _ in group):
+            continue  # a member that is not a model of this module
+        rest: list[ast.expr] = []
+        if (
+            isinstance(value, ast.Subscript)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "Annotated"
+            and isinstance(value.slice, ast.Tuple)
+        ):
+            rest = value.slice.elts[1:]
+        choices, discriminator = _split_choices(prop, groups, python)
+        union = " | ".join(f"Annotated[{' | '.join(members)}, Tag({tag!r})]" for tag, members in choices)
+        extras = "".join(f", {ast.unparse(e)}" for e in rest)
+        edits.append((value, f"Annotated[{union}, {discriminator}{extras}]"))
+    needed = [("_base", "split_by_shape"), ("pydantic", "Discriminator"), ("pydantic", "Tag"), ("typing", "Annotated")]
+    return _replace_values(code, tree, edits, needed)
 
 
 def reuse_from(code: str, reuse: Reuse, header: str) -> str:

@@ -13,7 +13,10 @@
   property path (`CompleteRequestParams` + `argument` -> `CompleteRequestParamsArgument`;
   array items add `Item`, map values `Value`, union branches their tag or `Option<n>`).
 - Unions whose members all carry a distinct required `const` on one property get a
-  `discriminator` (fast, strict parsing on `method`, `type`, ...).
+  `discriminator` (fast, strict parsing on `method`, `type`, ...). A def that is a union of
+  objects whose members share a required property with a few fixed values each, but not one
+  value per member, is split by it (`Normalized.shape_splits`): each value names the members
+  that allow it, which the model emitter turns into a tagged union.
 - The "at least one of these keys" idiom (`anyOf` of bare `required` lists) is lifted out of
   the schema into `Normalized.require_any_of`, which the model emitter turns into a validator.
 
@@ -50,6 +53,10 @@ _MAP = ("patternProperties", "dependentSchemas")
 _LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
 
 
+# a union split by the values of one property: (property, {value: [(member def, its required keys)]})
+Split = tuple[str, dict[str, list[tuple[str, frozenset[str]]]]]
+
+
 @dataclass
 class Normalized:
     """The model-ready schema: every object is a named def; plus facts the emitters need."""
@@ -61,6 +68,9 @@ class Normalized:
     hoisted_from: dict[str, str] = field(default_factory=dict)
     # def name -> (discriminating property, {tag: member def name}) for root unions
     discriminators: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    # def name -> (property, {value: [(member def name, its required keys)]}) for root unions of
+    # objects whose members share a required property of a few values each, not one per member
+    shape_splits: dict[str, Split] = field(default_factory=dict)
     # defs that accept every JSON value, emitted as `Any` (JSON parsing already guarantees JSON)
     any_json: list[str] = field(default_factory=list)
     # def name -> "forbid" for closed objects (additionalProperties: false); the default is "allow"
@@ -596,6 +606,52 @@ def _const_tags(defs: dict[str, Any], members: list[Any]) -> tuple[str, dict[str
     return None
 
 
+def _allowed_values(schema: Any) -> list[str] | None:
+    """The strings a property schema allows, when it allows a few fixed strings only."""
+    if not isinstance(schema, dict):
+        return None
+    if isinstance(schema.get("const"), str):
+        return [schema["const"]]
+    values = schema.get("enum")
+    if isinstance(values, list) and values and all(isinstance(v, str) for v in values):
+        return list(dict.fromkeys(values))
+    return None
+
+
+def _value_split(defs: dict[str, Any], members: list[Any]) -> Split | None:
+    """For a union of object defs with no discriminator: the required property, fixed to a few
+    strings in every member, that splits the members into the most groups (at least two), as
+    value -> [(member, its required keys)] in the union's order."""
+    targets = []
+    for m in members:
+        if not (isinstance(m, dict) and set(m) == {"$ref"}):
+            return None
+        target = defs.get(ref_name(m["$ref"]))
+        if not isinstance(target, dict) or not isinstance(target.get("properties"), dict):
+            return None
+        if set(target) & {"anyOf", "oneOf", "allOf"}:
+            return None
+        targets.append((ref_name(m["$ref"]), target))
+    if len({name for name, _ in targets}) != len(targets):
+        return None
+    best: Split | None = None
+    best_count = 1
+    common = set.intersection(*(set(t.get("required") or []) & set(t["properties"]) for _, t in targets))
+    for prop in sorted(common):
+        groups: dict[str, list[tuple[str, frozenset[str]]]] = {}
+        for name, target in targets:
+            values = _allowed_values(target["properties"][prop])
+            if values is None:
+                break
+            for value in values:
+                groups.setdefault(value, []).append((name, frozenset(target.get("required") or [])))
+        else:
+            count = len({tuple(n for n, _ in group) for group in groups.values()})
+            if count > best_count:
+                best, best_count = (prop, dict(sorted(groups.items()))), count
+    return best
+
+
 def _add_discriminators(norm: Normalized) -> None:
     defs = norm.doc.defs
 
@@ -613,6 +669,8 @@ def _add_discriminators(norm: Normalized) -> None:
                         }
                         if def_name is not None:
                             norm.discriminators[def_name] = found
+                    elif def_name is not None and (split := _value_split(defs, members)):
+                        norm.shape_splits[def_name] = split
             for key, sub in node.items():
                 if key in ("properties", *_MAP) and isinstance(sub, dict):
                     for v in sub.values():

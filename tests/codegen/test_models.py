@@ -257,3 +257,36 @@ def test_errors_table_carries_mcp_error_codes() -> None:
     assert parsed.data.supported == ["2026-07-28"]
     with pytest.raises(ValidationError):
         error.error.model_validate({"code": -32000, "message": "x", "data": {"supported": [], "requested": "1"}})
+
+
+def test_elicitation_field_schemas_are_split_by_type_and_keys() -> None:
+    split: TypeAdapter[Any] = TypeAdapter(m26.PrimitiveSchemaDefinition)
+    members = (
+        m26.StringSchema
+        | m26.NumberSchema
+        | m26.BooleanSchema
+        | m26.UntitledSingleSelectEnumSchema
+        | m26.TitledSingleSelectEnumSchema
+        | m26.UntitledMultiSelectEnumSchema
+        | m26.TitledMultiSelectEnumSchema
+        | m26.LegacyTitledEnumSchema
+    )
+    plain: TypeAdapter[Any] = TypeAdapter(members)
+    values: list[dict[str, Any]] = [
+        {"type": "string", "minLength": 1},
+        {"type": "string", "enum": ["a"]},
+        {"type": "string", "enum": ["a"], "enumNames": ["A"]},
+        {"type": "string", "oneOf": [{"const": "a", "title": "A"}]},
+        {"type": "integer", "minimum": 0},
+        {"type": "boolean", "default": True},
+        {"type": "array", "items": {"type": "string", "enum": ["a"]}},
+        {"type": "array", "items": {"anyOf": [{"const": "a", "title": "A"}]}},
+    ]
+    for value in values:
+        expected = plain.validate_python(value)
+        got = split.validate_python(value)
+        assert type(got) is type(expected), value
+        assert split.dump_python(got, mode="json", exclude_unset=True) == value
+    for bad in ({"type": "object"}, {"type": "number", "minimum": "0"}, {"enum": ["a"]}):
+        with pytest.raises(ValidationError):
+            split.validate_python(bad)

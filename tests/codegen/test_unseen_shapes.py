@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from mcpgen.codegen.cli import main
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 VERSION = "2031-02-03"
 
@@ -59,6 +59,33 @@ def schema() -> dict[str, Any]:
                 "required": ["jsonrpc", "id", "method"],
             },
             "ClientRequest": {"anyOf": [ref("PingRequest")]},
+            # a union split by a property with a few values per member, not one each, and by
+            # the keys only some members of one value require (one has a wire name of two words)
+            "Disc": {
+                "type": "object",
+                "properties": {"kind": {"const": "round", "type": "string"}, "r": {"type": "number"}},
+                "required": ["kind", "r"],
+            },
+            "Ring": {
+                "type": "object",
+                "properties": {
+                    "kind": {"const": "round", "type": "string"},
+                    "r": {"type": "number"},
+                    "innerRadius": {"type": "number"},
+                },
+                "required": ["kind", "r", "innerRadius"],
+            },
+            "Box": {
+                "type": "object",
+                "properties": {"kind": {"enum": ["square", "rect"], "type": "string"}, "w": {"type": "number"}},
+                "required": ["kind", "w"],
+            },
+            "Shape": {"anyOf": [ref("Disc"), ref("Ring"), ref("Box")]},
+            "Drawing": {
+                "type": "object",
+                "properties": {"shapes": {"type": "array", "items": ref("Shape")}},
+                "required": ["shapes"],
+            },
             "Result": {"type": "object", "properties": {}, "additionalProperties": {}},
             "EmptyResult": ref("Result"),
         },
@@ -174,3 +201,50 @@ def test_conflicting_all_of_constraints_are_an_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1 and "cannot be merged" in result.output
     assert f"{VERSION}/schema.json#/$defs/Both" in result.output
+
+
+def _core_types(schema: Any) -> set[str]:
+    if isinstance(schema, dict):
+        return {str(schema.get("type")), *(t for value in schema.values() for t in _core_types(value))}
+    if isinstance(schema, list):
+        return {t for value in schema for t in _core_types(value)}
+    return set()
+
+
+SHAPES: list[Any] = [
+    {"kind": "round", "r": 1},
+    {"kind": "round", "r": 1, "innerRadius": 0.5},
+    {"kind": "round", "r": 1, "inner_radius": 0.5},  # Python names are accepted as well
+    {"kind": "round", "innerRadius": 0.5},
+    {"kind": "square", "w": 2},
+    {"kind": "rect", "w": 2, "x": [1]},
+    {"kind": "oval", "r": 1},
+    {"kind": ["round"], "r": 1},
+    {"r": 1},
+    "round",
+]
+
+
+def test_a_union_split_by_shape_picks_what_the_plain_union_picks(generated: tuple[ModuleType, str, Path]) -> None:
+    models, _, _ = generated
+    split: TypeAdapter[Any] = TypeAdapter(models.Shape)
+    assert "tagged-union" in _core_types(split.core_schema)  # checked against the members it can be only
+    plain: TypeAdapter[Any] = TypeAdapter(models.Disc | models.Ring | models.Box)  # every member tried
+    for value in SHAPES:
+        try:
+            expected: Any = type(plain.validate_python(value))
+        except ValidationError:
+            expected = ValidationError
+        try:
+            got: Any = type(split.validate_json(json.dumps(value)))
+        except ValidationError:
+            got = ValidationError
+        assert got is expected, value
+    ring = models.Ring(kind="round", r=1, inner_radius=0.5)
+    assert split.validate_python(ring) is ring
+    shapes = {"shapes": [{"kind": "rect", "w": 1, "x": 2}, {"kind": "round", "r": 3}]}
+    assert models.Drawing.model_validate_json(json.dumps(shapes)).model_dump(mode="json") == shapes
+    drawn = models.Drawing(shapes=[ring]).model_dump(mode="json")
+    assert drawn == {"shapes": [{"kind": "round", "r": 1, "innerRadius": 0.5}]}
+    with pytest.raises(ValidationError, match="union_tag_not_found"):
+        split.validate_python({"kind": "oval"})
