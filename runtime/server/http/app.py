@@ -125,6 +125,7 @@ class HttpApp:
             max_message_bytes=self.security.max_body_bytes,
         )
         self._task_group: TaskGroup | None = None
+        self.closing = False  # `close_streams` was called: the server is shutting down
         self.auth: BearerAuthMiddleware | None = None
         if auth is not None:
             self.auth = auth.wrap(
@@ -145,6 +146,7 @@ class HttpApp:
             raise RuntimeError("this app is running already")
         async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
+            self.closing = False
             self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
             await tg.start(self._run_bus)
@@ -171,6 +173,7 @@ class HttpApp:
         """Begin a graceful shutdown: every `subscriptions/listen` stream ends with its result,
         standalone GET streams end (their clients reconnect). Servers call it before waiting for
         open responses to finish."""
+        self.closing = True
         self.server.stop_listening()
         self.sessions.end_streams()
 
