@@ -5,11 +5,12 @@ uvicorn bounds the time between requests on a connection but not the time a requ
 take to arrive. `TimedH11Protocol` (h11, pure Python) and `TimedHttpToolsProtocol` (httptools, the
 C parser uvicorn prefers when it is installed) close a connection whose next request head is not
 complete `header_timeout` seconds after the connection opened (or after the previous response
-completed): slowloris. And when the server shuts down (it tells each open connection), the app's
-`subscriptions/listen` and standalone streams end first (`HttpApp.close_streams`), so the wait for
-open responses does not last the whole graceful timeout, in worker processes too. The deadline is the served app's (`HttpApp.security.header_timeout`, found
-through any middleware uvicorn wraps around it), so the classes are plain module attributes that
-uvicorn's worker processes import by name (`http="module:Class"`).
+completed): slowloris. The deadline is the served app's (`HttpApp.security.header_timeout`,
+found through any middleware uvicorn wraps around it), so the classes are plain module attributes
+that uvicorn's worker processes import by name (`http="module:Class"`). When the server shuts down
+(it tells each open connection), the app's `subscriptions/listen` and standalone streams end first
+(`HttpApp.close_streams`), so the wait for open responses does not last the whole graceful
+timeout, in worker processes too.
 
 `http_protocol()` names the fastest one installed, as uvicorn's own "auto" would pick.
 """
