@@ -30,6 +30,7 @@ bound to the principal that opened it (another principal gets 404, as for an unk
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -63,6 +64,7 @@ from .asgi import (
 from .events import EventStore, MemoryEventStore
 from .modern import refuse_posted, serve_modern
 from .routes import serve_route
+from .run import running_on_trio
 from .security import HttpSecurity
 from .sessions import SESSION_HEADER, HandshakeSessions
 
@@ -126,6 +128,7 @@ class HttpApp:
         )
         self._task_group: TaskGroup | None = None
         self.closing = False  # `close_streams` was called: the server is shutting down
+        self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on (None: trio)
         self.auth: BearerAuthMiddleware | None = None
         if auth is not None:
             self.auth = auth.wrap(
@@ -147,6 +150,7 @@ class HttpApp:
         async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
             self.closing = False
+            self._loop = None if running_on_trio() else asyncio.get_running_loop()
             self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
             await tg.start(self._run_bus)
@@ -157,6 +161,7 @@ class HttpApp:
                 self.close_streams()
                 self.sessions.close_all()
                 self._task_group = self.sessions.task_group = self.stateless.background = None
+                self._loop = None
                 tg.cancel_scope.cancel()
 
     async def _run_bus(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -309,7 +314,7 @@ class HttpApp:
                 status if status >= 400 else 400, error_body(message.id, message.code, message.message)
             )
         elif isinstance(message, wire.Request):
-            await serve_modern(self.stateless, message, body, post, self.keepalive)
+            await serve_modern(self.stateless, message, body, post, self.keepalive, self._loop)
         else:
             await refuse_posted(exchange, message)
 

@@ -13,12 +13,18 @@ refusal gets its HTTP status (400, 404) before anything is sent; then its handle
   and client idle timeouts leave long calls and `subscriptions/listen` streams open;
 - the client closing the response stream cancels the handler; nothing more is sent for it.
 
+Watching for that hang-up (and keeping the response alive) needs a task waiting on the ASGI
+`receive`. On asyncio it is started only once a handler has run `WATCH_AFTER` seconds, in the
+app's background task group (`LateWatcher`): the many short requests run with no task, task group
+or timer task of their own (one loop timer, cancelled). On trio it runs next to the handler.
+
 Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); session ids and
 `Last-Event-ID` are ignored; POSTed notifications get 202, POSTed responses 400.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -28,9 +34,13 @@ from ...core.transport import Outgoing, ReplyRoute, TransportContext
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST, http_status
 from ...protocol.routing import Rejection
-from .asgi import JSON, HttpResponse, Post, error_body, sse_frame, watch
+from .asgi import JSON, HttpResponse, Post, Receive, error_body, sse_frame, watch
 
 if TYPE_CHECKING:
+    import asyncio
+
+    from anyio.abc import TaskGroup
+
     from ..session import ServerSession
 
 
@@ -73,11 +83,74 @@ class ModernRoute(ReplyRoute):
             await self.exchange.comment()
 
 
-async def serve_modern(
-    session: ServerSession, request: wire.Request, body: bytes, post: Post, keepalive: float | None
+WATCH_AFTER = 0.05  # seconds a handler runs before its POST gets a watcher (hang-ups, keep-alive)
+
+
+class LateWatcher:
+    """The watcher of one modern POST, started only once its handler has run `WATCH_AFTER`
+    seconds (most requests are answered sooner and never pay for a task): it runs in the app's
+    background task group and cancels the request (`cancel`) when the client hangs up, and keeps
+    a quiet response alive (`route.keepalive`) every `keepalive` seconds."""
+
+    __slots__ = ("_background", "_cancel", "_keepalive", "_receive", "_route", "_scope", "finished")
+
+    def __init__(
+        self,
+        receive: Receive,
+        cancel: Callable[[], None],
+        route: ModernRoute,
+        keepalive: float | None,
+        background: TaskGroup,
+    ) -> None:
+        self._receive = receive
+        self._cancel = cancel
+        self._route = route
+        self._keepalive = keepalive
+        self._background = background
+        self._scope: anyio.CancelScope | None = None
+        self.finished = False
+
+    def start(self) -> None:
+        if not self.finished:
+            self._scope = anyio.CancelScope()
+            self._background.start_soon(self._run)
+
+    def stop(self) -> None:
+        """The handler is done: a started watcher of a response not complete ends now (the ASGI
+        server ends it otherwise, answering its pending `receive` with a disconnect)."""
+        self.finished = True
+        if self._scope is not None and self._route.exchange.open:
+            self._scope.cancel()
+
+    async def _run(self) -> None:
+        assert self._scope is not None
+        with self._scope:
+            await watch(self._receive, self._hung_up, self._keepalive, self._idle)
+
+    def _hung_up(self) -> None:  # the client closed the stream: that is the cancellation
+        if not self.finished:
+            self._cancel()
+
+    async def _idle(self) -> bool:
+        if self.finished:
+            return False
+        if self._keepalive is not None:
+            await self._route.keepalive()
+        return True
+
+
+async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
+    session: ServerSession,
+    request: wire.Request,
+    body: bytes,
+    post: Post,
+    keepalive: float | None,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> None:
     """Route and serve one modern request (decoded already, from `body`), answering on the POST's
-    response: routed first, so a refusal gets its HTTP status; then served in this task."""
+    response: routed first, so a refusal gets its HTTP status; then served in this task. With the
+    asyncio `loop` (and the app running), the POST's watcher starts only if the handler outlives
+    `WATCH_AFTER`; otherwise (trio) it runs next to the handler from the start."""
     exchange = post.exchange
     route = ModernRoute(exchange)
     context = TransportContext(
@@ -89,6 +162,26 @@ async def serve_modern(
         body = error_body(request.id, routed.code, routed.message, routed.data)
         await exchange.respond(routed.http_status, body, JSON)
         return
+    incoming.route = routed
+    background = session.background
+    if loop is None or background is None:
+        await _serve_watched(session, incoming, route, post, keepalive)
+        return
+    watcher = LateWatcher(post.receive, incoming.cancel_scope.cancel, route, keepalive, background)
+    delay = WATCH_AFTER if keepalive is None else min(WATCH_AFTER, keepalive)
+    timer = loop.call_later(delay, watcher.start)
+    try:
+        await session.serve(incoming)
+    finally:
+        timer.cancel()
+        watcher.stop()
+
+
+async def _serve_watched(
+    session: ServerSession, incoming: IncomingRequest, route: ModernRoute, post: Post, keepalive: float | None
+) -> None:
+    """Serve with the watcher in a task group of this request, from the start."""
+    exchange = post.exchange
     finished = False
 
     def hung_up() -> None:  # the client closed the stream: that is the cancellation
@@ -104,7 +197,6 @@ async def serve_modern(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch, post.receive, hung_up, keepalive, idle)
-        incoming.route = routed
         await session.serve(incoming)
         finished = True
         # No cancellation here (it is the costly part of a task group): once the response is

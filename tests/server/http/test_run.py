@@ -103,6 +103,38 @@ async def test_closing_the_response_cancels_the_handler() -> None:
             await cancelled.wait()
 
 
+@pytest.mark.parametrize("keepalive", [None, 15.0])
+async def test_hanging_up_on_a_handler_that_sent_nothing_cancels_it(keepalive: float | None) -> None:
+    """The POST's watcher starts only once the handler has run a while (on asyncio): a client
+    that hangs up before any byte of the response still cancels the handler."""
+    server = make_server()
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def silent() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "never"
+
+    async with live(server, keepalive=keepalive) as (url, _):
+        port = int(url.split(":")[2].split("/")[0])
+        body = json.dumps(request(1, "tools/call", {"name": "silent", "arguments": {}, "_meta": meta()})).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            f"Mcp-Method: tools/call\r\nMcp-Name: silent\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(head + body)
+            await started.wait()
+        with anyio.fail_after(10):  # a hang guard: the watcher sees the hang-up within WATCH_AFTER
+            await cancelled.wait()
+
+
 async def read_until_closed(stream: anyio.abc.SocketStream) -> bytes:
     """Everything the server writes until it closes the connection."""
     received = b""
