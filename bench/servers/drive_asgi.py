@@ -97,6 +97,12 @@ async def main(stack: str, app_name: str, era: str, tool: str, calls: int) -> No
             if self.done is not None and not self.done.done():
                 self.done.set_result(None)
 
+    try:  # valgrind runs ~50x slower: a handler must not outlive the watcher's delay for that alone
+        from mcpgen.runtime.server.http import modern
+
+        modern.WATCH_AFTER = 60.0
+    except ImportError:
+        pass
     app = getattr(apps, {"mcpgen": "mcpgen_app", "official_json": "official_json"}.get(app_name, app_name))()
     config = Config(app, http=Protocol, lifespan="on", log_level="warning", access_log=False)
     config.load()
