@@ -150,7 +150,7 @@ class HttpApp:
         async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
             self.closing = False
-            self._loop = None if running_on_trio() else asyncio.get_running_loop()
+            self._loop = self.sessions.loop = None if running_on_trio() else asyncio.get_running_loop()
             self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
             await tg.start(self._run_bus)
@@ -161,7 +161,7 @@ class HttpApp:
                 self.close_streams()
                 self.sessions.close_all()
                 self._task_group = self.sessions.task_group = self.stateless.background = None
-                self._loop = None
+                self._loop = self.sessions.loop = None
                 tg.cancel_scope.cancel()
 
     async def _run_bus(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:

@@ -14,8 +14,8 @@ refusal gets its HTTP status (400, 404) before anything is sent; then its handle
 - the client closing the response stream cancels the handler; nothing more is sent for it.
 
 Watching for that hang-up (and keeping the response alive) needs a task waiting on the ASGI
-`receive`. On asyncio it is started only once a handler has run `WATCH_AFTER` seconds
-(`LateWatcher`): the many short requests run with no task, task group or cancel scope of their
+`receive`. On asyncio it is started only once a handler has run `asgi.WATCH_AFTER` seconds
+(`LateWatch`): the many short requests run with no task, task group or cancel scope of their
 own (one loop timer, cancelled). On trio it runs next to the handler, in a task group.
 
 Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); session ids and
@@ -24,9 +24,7 @@ Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -35,9 +33,11 @@ from ...core.transport import Outgoing, ReplyRoute, TransportContext
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST, http_status
 from ...protocol.routing import Rejection
-from .asgi import JSON, HttpResponse, Post, Receive, error_body, sse_frame, watch
+from .asgi import JSON, HttpResponse, LateWatch, Post, error_body, sse_frame, watch
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..session import ServerSession
 
 
@@ -80,71 +80,6 @@ class ModernRoute(ReplyRoute):
             await self.exchange.comment()
 
 
-WATCH_AFTER = 0.05  # seconds a handler runs before its POST gets a watcher (hang-ups, keep-alive)
-
-
-class LateWatcher:
-    """The watcher of one modern POST, started only once its handler has run `WATCH_AFTER`
-    seconds (most requests are answered sooner and never pay for a task): it runs in a task of
-    its own and cancels the request (`cancel`) when the client hangs up, and keeps a quiet
-    response alive (`route.keepalive`) every `keepalive` seconds. The loop's timer starts it: a
-    plain callback, outside any task, so the task is the loop's (anyio needs a task to run in)."""
-
-    __slots__ = ("_cancel", "_keepalive", "_loop", "_receive", "_route", "_scope", "_task", "finished")
-    running: ClassVar[set[asyncio.Task[None]]] = set()  # the loop holds tasks weakly: they are held here
-
-    def __init__(
-        self,
-        receive: Receive,
-        cancel: Callable[[], None],
-        route: ModernRoute,
-        keepalive: float | None,
-        loop: asyncio.AbstractEventLoop,
-    ) -> None:
-        self._receive = receive
-        self._cancel = cancel
-        self._route = route
-        self._keepalive = keepalive
-        self._loop = loop
-        self._scope: anyio.CancelScope | None = None
-        self._task: asyncio.Task[None] | None = None
-        self.finished = False
-
-    def start(self) -> None:
-        if not self.finished:
-            self._task = task = self._loop.create_task(self._run())
-            self.running.add(task)
-            task.add_done_callback(self.running.discard)
-
-    def stop(self) -> None:
-        """The handler is done: a started watcher of a response not complete ends now (the ASGI
-        server ends it otherwise, answering its pending `receive` with a disconnect)."""
-        self.finished = True
-        if self._task is None or not self._route.exchange.open:
-            return
-        if self._scope is not None:
-            self._scope.cancel()
-        else:
-            self._task.cancel()  # not started yet: it never runs
-
-    async def _run(self) -> None:
-        if self.finished:
-            return
-        with anyio.CancelScope() as self._scope:
-            await watch(self._receive, self._hung_up, self._keepalive, self._idle)
-
-    def _hung_up(self) -> None:  # the client closed the stream: that is the cancellation
-        if not self.finished:
-            self._cancel()
-
-    async def _idle(self) -> bool:
-        if self.finished:
-            return False
-        if self._keepalive is not None:
-            await self._route.keepalive()
-        return True
-
-
 async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
     session: ServerSession,
     request: wire.Request,
@@ -155,7 +90,7 @@ async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
 ) -> None:
     """Route and serve one modern request (decoded already, from `body`), answering on the POST's
     response: routed first, so a refusal gets its HTTP status; then served in this task. With the
-    asyncio `loop`, the POST's watcher starts only if the handler outlives `WATCH_AFTER`; without
+    asyncio `loop`, the POST's watcher starts only if the handler outlives `asgi.WATCH_AFTER`; without
     it (trio) the watcher runs next to the handler from the start."""
     exchange = post.exchange
     route = ModernRoute(exchange)
@@ -172,13 +107,24 @@ async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
     if loop is None:
         await _serve_watched(session, incoming, route, post, keepalive)
         return
-    watcher = LateWatcher(post.receive, incoming.cancel_scope.cancel, route, keepalive, loop)
-    delay = WATCH_AFTER if keepalive is None else min(WATCH_AFTER, keepalive)
-    timer = loop.call_later(delay, watcher.start)
+    finished = False
+
+    def hung_up() -> None:  # the client closed the stream: that is the cancellation
+        if not finished:
+            incoming.cancel_scope.cancel()
+
+    async def idle() -> bool:
+        if finished:
+            return False
+        if keepalive is not None:
+            await route.keepalive()
+        return True
+
+    watcher = LateWatch(post.receive, hung_up, keepalive, idle, exchange, loop)
     try:
         await session.serve(incoming)
     finally:
-        timer.cancel()
+        finished = True
         watcher.stop()
 
 
