@@ -55,7 +55,7 @@ from .asgi import (
     Receive,
     Scope,
     Send,
-    accepts,
+    accepts_json_and_sse,
     error_body,
     headers_of,
     media_types,
@@ -224,7 +224,8 @@ class HttpApp:
         return path.rstrip("/") or "/"
 
     async def _http(self, scope: Scope, receive: Receive, send: Send, exchange: HttpResponse) -> None:
-        send = exchange.watching(send)  # what is sent around `exchange` (the auth middleware's answers) counts too
+        if self.auth is not None:  # what is sent around `exchange` (the middleware's answers) counts too
+            send = exchange.watching(send)
         if self.auth is not None and scope.get("path") in self.auth.metadata_paths:
             await self.auth(scope, receive, send)  # the protected resource metadata: public
             return
@@ -289,7 +290,7 @@ class HttpApp:
             await exchange.respond(415, error_body(None, INVALID_REQUEST, text))
             return
         accept = headers.get("accept")
-        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+        if not accepts_json_and_sse(accept):
             text = "Not Acceptable: the client must accept application/json and text/event-stream"
             await exchange.respond(406, error_body(None, INVALID_REQUEST, text))
             return

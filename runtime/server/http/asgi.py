@@ -64,6 +64,21 @@ def accepts(accept: str | None, wanted: str) -> bool:
     return bool(types & {wanted, "*/*", f"{family}/*"})
 
 
+def accepts_json_and_sse(accept: str | None) -> bool:
+    """Does an `Accept` header allow both JSON and SSE (what a Streamable HTTP POST must accept)?
+    The header is read once (most clients send the same value on every request)."""
+    if accept is None:
+        return False
+    types = media_types(accept)
+    if "*/*" in types:
+        return True
+    return bool(types & _JSON_TYPES) and bool(types & _SSE_TYPES)
+
+
+_JSON_TYPES = frozenset({"application/json", "application/*"})
+_SSE_TYPES = frozenset({"text/event-stream", "text/*"})
+
+
 def error_body(request_id: wire.RequestId | None, code: int, message: str, data: Any = None) -> bytes:
     return wire.dumps(wire.error(request_id, code, message, data))
 
