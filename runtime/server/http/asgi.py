@@ -39,11 +39,12 @@ SSE_HEADERS: HeaderList = [
 
 
 def headers_of(scope: Scope) -> dict[str, str]:
-    """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them)."""
+    """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them,
+    without surrounding whitespace: h11 strips it, httptools keeps what trails a value)."""
     found: dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers") or ():
         name = bytes(raw_name).decode("latin-1").lower()
-        value = bytes(raw_value).decode("latin-1")
+        value = bytes(raw_value).decode("latin-1").strip(" \t")
         found[name] = f"{found[name]},{value}" if name in found else value
     return found
 

@@ -135,6 +135,41 @@ async def test_hanging_up_on_a_handler_that_sent_nothing_cancels_it(keepalive: f
             await cancelled.wait()
 
 
+@pytest.mark.parametrize("protocol", ["h11", "httptools"])
+async def test_header_values_are_read_without_trailing_whitespace(
+    protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httptools hands header values over with the whitespace that trails them (h11 strips it):
+    the routing headers of a call are read the same on either protocol."""
+    from mcpgen.runtime.server.http import protocols
+
+    if protocol == "httptools":
+        pytest.importorskip("httptools")
+    monkeypatch.setattr(protocols, "http_protocol", lambda: protocols.H11 if protocol == "h11" else protocols.HTTPTOOLS)
+    async with live(make_server()) as (url, _):
+        port = int(url.split(":")[2].split("/")[0])
+        params = {"name": "count", "arguments": {"n": 1}, "_meta": meta()}
+        body = json.dumps(request(1, "tools/call", params)).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json  \r\n"
+            f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28  \r\n"
+            f"Mcp-Method: tools/call  \r\nMcp-Name: count \t\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(head + body)
+            answer = b""
+            with anyio.fail_after(20):  # a hang guard: until the result (or the connection's end)
+                while b"counted 1" not in answer:
+                    try:
+                        answer += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                        break
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert b"counted 1" in answer
+
+
 async def read_until_closed(stream: anyio.abc.SocketStream) -> bytes:
     """Everything the server writes until it closes the connection."""
     received = b""
