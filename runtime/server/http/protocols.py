@@ -38,12 +38,14 @@ def http_protocol() -> str:
 
 
 def served_app(app: Any) -> HttpApp | None:
-    """The `HttpApp` uvicorn serves, through the middleware it wraps around it (`.app` attributes)."""
-    from .app import HttpApp
-
+    """The `HttpApp` uvicorn serves, through the middleware it wraps around it (`.app` attributes);
+    told by its attributes (the app module imports this one's importer, `run`)."""
     for _ in range(8):
-        if isinstance(app, HttpApp):
-            return app
+        if app is None:
+            return None
+        if hasattr(app, "close_streams") and hasattr(app, "security") and hasattr(app, "closing"):
+            found: HttpApp = app
+            return found
         app = getattr(app, "app", None)
     return None
 
