@@ -70,7 +70,8 @@ def test_mcpgen_serve_workers_serves_from_several_processes_with_its_options() -
         assert proc.wait(timeout=60) == 0
         assert proc.stdout is not None
         rest = "".join(seen) + proc.stdout.read().decode(errors="replace")
-    assert rest.count("Started server process") == 2, rest
+    # two workers at least (uvicorn's supervisor replaces one that misses its health check on a loaded machine)
+    assert rest.count("Started server process") >= 2, rest
     assert "Traceback" not in rest and "stopped" in rest
 
 
