@@ -18,16 +18,27 @@ calls/s (wrk's count over its run) and the server's CPU time per call (user + sy
 process and its children, from /proc, over the same run), and each rate as a share of the empty
 app's rate in the same case.
 
-Several workers (`--multi`): modern era, 50 connections (and 1), two ways of starting 2 workers:
-- `uvicorn`: the README's recipe, `uvicorn --workers 2 --factory ...` (mcpgen through its
-  `app_factory`); on asyncio its listening socket gets no TCP_NODELAY on accepted connections;
+Several workers (`--multi`): modern era, 50 connections (and 1), three ways of starting 2 workers:
+- `mcpgen`: the documented command, `mcpgen serve --workers 2` (mcpgen only: the other apps are
+  served as `bound`); its stack is the fastest installed one, whatever `--stacks` says;
+- `uvicorn`: `uvicorn --workers 2 --factory ...` (mcpgen through its `app_factory`); on asyncio its
+  listening socket gets no TCP_NODELAY on accepted connections;
 - `bound`: `servers/multi.py`, the same uvicorn supervisor on a socket bound with IPPROTO_TCP.
+
+Instructions (`--instructions`): the server's CPU instructions per call under callgrind, which do
+not move with the machine's load: `servers/drive_asgi.py` feeds uvicorn's own protocol (h11 on
+asyncio, httptools on uvloop) request bytes in one process, with 0 and with N calls, and the
+difference divided by N is one call's cost (parsing, the app, writing the response; not the
+kernel, not the client). Each app's count is given as the empty app's share of it: the rate the
+app would reach, as a share of the empty app's, when the server's CPU is what limits both.
 
 Memory: resident memory growth of the server per idle handshake-era session (h11 stack, httpx).
 
     python bench/bench_http.py [--seconds 5] [--stacks h11,httptools] [--apps empty,mcpgen,official,official_json]
         [--configs modern:1,modern:50,handshake:1,handshake:50] [--tools sync,async]
-        [--multi uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
+        [--multi mcpgen,uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
+    python bench/bench_http.py --instructions [--calls 200] [--stacks h11,httptools] [--tools async]
+        [--apps empty,mcpgen,official_json] [--configs modern:1,handshake:1]
 """
 
 from __future__ import annotations
@@ -37,6 +48,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -44,6 +56,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +86,7 @@ LIBRARY = {"mcpgen": "mcpgen", "official": "official", "official_json": "officia
 MCPGEN_FACTORY = "mcpgen.runtime.server.http.workers:app_factory"
 MCPGEN_SERVER = f"{SERVERS}/apps.py:ours_server"
 LAUNCHER_LABEL = {
+    "mcpgen": "mcpgen serve --workers 2 (mcpgen; the others as bound)",
     "uvicorn": "uvicorn --workers 2 (its own socket)",
     "bound": "servers/multi.py: same supervisor, socket bound with IPPROTO_TCP",
 }
@@ -175,9 +189,13 @@ def server_command(stack: str, app: str, port: int, launcher: str | None) -> tup
     http, loop = STACKS[stack]
     env: dict[str, str] = {}
     target = APPS[app]
-    if launcher is not None and app == "mcpgen":  # the README's scale-out recipe: mcpgen's own factory
+    if launcher is not None and app == "mcpgen":  # the worker processes build mcpgen's app with its factory
         target, env = MCPGEN_FACTORY, {"MCPGEN_SERVER": MCPGEN_SERVER}
-    if launcher == "bound":
+    if launcher == "mcpgen" and app == "mcpgen":
+        cmd = [sys.executable, "-m", "mcpgen.codegen.cli", "serve", MCPGEN_SERVER, "--workers", str(WORKERS),
+               "--port", str(port), "--log-level", "warning"]  # fmt: skip
+        return cmd, env
+    if launcher in ("bound", "mcpgen"):
         cmd = [sys.executable, f"{SERVERS}/multi.py", target, "--workers", str(WORKERS), "--port", str(port),
                "--http", http, "--loop", loop, "--app-dir", SERVERS]  # fmt: skip
         return cmd, env
@@ -309,6 +327,9 @@ class Options:
     multi: list[str]
     multi_connections: list[int]
     memory: bool
+    instructions: bool = False
+    calls: int = 200
+    jobs: int = 1
 
 
 def measure(served: Served, app: str, case: Case, options: Options) -> Load:
@@ -474,6 +495,77 @@ def memory() -> dict[str, Any]:
     }
 
 
+# -- instructions ----------------------------------------------------------------------------------
+
+
+def run_counted(stack: str, app: str, era: str, tool: str, calls: int) -> int:
+    """Instructions of one run of `servers/drive_asgi.py` under callgrind."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+         f"{SERVERS}/drive_asgi.py", stack, app, era, tool, str(calls)],
+        cwd=ROOT, capture_output=True, text=True, check=True, env=child_env(PYTHONHASHSEED="0"),
+    )  # fmt: skip
+    found = re.search(r"Collected : ([\d,]+)", done.stderr)
+    assert found, done.stderr[-2000:]
+    return int(found.group(1).replace(",", ""))
+
+
+def per_call(case: tuple[str, str, str, str], calls: int) -> int:
+    stack, app, era, tool = case
+    subprocess.run(  # once outside valgrind: both counted runs find the same compiled bytecode
+        [sys.executable, f"{SERVERS}/drive_asgi.py", stack, app, era, tool, "0"],
+        cwd=ROOT, capture_output=True, check=True, env=child_env(PYTHONHASHSEED="0"),
+    )  # fmt: skip
+    return (run_counted(stack, app, era, tool, calls) - run_counted(stack, app, era, tool, 0)) // calls
+
+
+def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind: apt-get install valgrind")
+    eras = list(dict.fromkeys(era for era, _ in options.configs))
+    cases = [
+        (stack, app, era, "sync" if app == "empty" else tool)
+        for stack in options.stacks
+        for era in eras
+        for app in options.apps
+        for tool in (["-"] if app == "empty" else options.tools)
+    ]
+    with ThreadPoolExecutor(jobs) as pool:
+        counts = dict(zip(cases, pool.map(lambda case: per_call(case, calls), cases), strict=True))
+    rows = []
+    for stack in options.stacks:
+        for era in eras:
+            empty = counts.get((stack, "empty", era, "sync"))
+            for tool in options.tools:
+                row = {"stack": STACK_LABEL[stack], "era": era, "tool": tool}
+                row["empty app"] = f"{empty:,}" if empty else ""
+                for app in options.apps:
+                    if app == "empty":
+                        continue
+                    count = counts[stack, app, era, tool]
+                    row[APP_LABEL[app]] = f"{count:,}"
+                    row[f"{APP_LABEL[app]}: empty's share"] = f"{empty / count * 100:.0f}%" if empty else ""
+                row["command"] = command(
+                    "--instructions", "--stacks", stack, "--configs", f"{era}:1", "--tools", tool, "--calls", str(calls)
+                )
+                rows.append(row)
+    print(f"instructions per call: {counts}", flush=True)
+    return {
+        "title": "Streamable HTTP server: CPU instructions per call (callgrind, uvicorn's protocol in process)",
+        "keys": ["stack", "era", "tool"],
+        "columns": [c for c in rows[0] if c != "command"],
+        "rows": rows,
+        "command": command("--instructions"),
+        "notes": [
+            "python bench/servers/drive_asgi.py STACK APP ERA TOOL N under valgrind --tool=callgrind,"
+            f" N = {calls} and 0 (after the same 50-call warm-up); the difference / N; PYTHONHASHSEED=0",
+            "one connection, each request after the previous response; uvicorn's own protocol class"
+            " (mcpgen serve runs it with a head deadline: one loop timer per request more)",
+            "empty's share: the empty app's instructions / the app's (the rate share when server CPU is the limit)",
+        ],
+    }
+
+
 def parse(argv: list[str] | None = None) -> Options:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--seconds", type=int, default=5, help="length of each measured wrk run (whole seconds)")
@@ -484,10 +576,15 @@ def parse(argv: list[str] | None = None) -> Options:
         "--configs", default="modern:1,modern:50,handshake:1,handshake:50", help="ERA:CONNECTIONS,... or none"
     )
     parser.add_argument("--tools", default="sync,async")
-    parser.add_argument("--multi", default="uvicorn,bound", help="ways to start several workers (uvicorn, bound)")
+    parser.add_argument(
+        "--multi", default="mcpgen,uvicorn,bound", help="ways to start several workers (mcpgen, uvicorn, bound)"
+    )
     parser.add_argument("--multi-connections", default="50,1", help="connections for the runs on several workers")
     parser.add_argument("--no-multi", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--instructions", action="store_true", help="count instructions per call instead (callgrind)")
+    parser.add_argument("--calls", type=int, default=200, help="calls per counted run (--instructions)")
+    parser.add_argument("--jobs", type=int, default=1, help="counted runs at once (--instructions)")
     args = parser.parse_args(argv)
     stacks = [s for s in args.stacks.split(",") if s]
     for stack in list(stacks):
@@ -506,11 +603,17 @@ def parse(argv: list[str] | None = None) -> Options:
         multi=[] if args.no_multi else [m for m in args.multi.split(",") if m],
         multi_connections=[int(n) for n in args.multi_connections.split(",") if n],
         memory=not args.no_memory,
+        instructions=args.instructions,
+        calls=args.calls,
+        jobs=args.jobs,
     )
 
 
 def main() -> None:
     options = parse()
+    if options.instructions:
+        save_tables("http_instructions", [instructions(options, options.calls, options.jobs)])
+        return
     ensure_wrk()
     tables = []
     if options.configs:

@@ -7,8 +7,7 @@ client's input asks with `ctx.input_required(...)`, which a modern client receiv
 `InputRequiredResult` (and retries), and a handshake-era client as server->client requests on
 the POST's SSE stream. Several processes can serve it behind one URL: they share the sealing key
 below (a real deployment reads its keys from `MCPGEN_STATE_KEYS`) and, with `MCPGEN_REDIS_URL`
-set, a Redis change bus (`uvicorn --workers 2 --factory mcpgen.runtime.server.http.workers:app_factory`
-with `MCPGEN_SERVER=examples/conformance_server.py:server`).
+set, a Redis change bus (`mcpgen serve examples/conformance_server.py:server --workers 2`).
 """
 
 from __future__ import annotations

@@ -44,6 +44,73 @@ def test_ctrl_c_stops_mcpgen_serve_cleanly_and_the_log_names_the_endpoint() -> N
     assert "Traceback" not in rest and "Aborted" not in rest and "stopped" in rest
 
 
+def test_mcpgen_serve_workers_serves_from_several_processes_with_its_options() -> None:
+    """`mcpgen serve --workers 2`: the documented multi-worker command. Every worker serves the
+    target with the command's options (an allowed Origin passes, another gets 403), and Ctrl-C
+    stops them all with exit status 0."""
+    port = free_port()
+    command = [
+        MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port), "--workers", "2",
+        "--allow-origin", "https://app.example.com",
+    ]  # fmt: skip
+    seen: list[str] = []
+    with process(command, "Application startup complete", seen=seen) as proc:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        body = request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()})
+        url = f"http://127.0.0.1:{port}/mcp"
+        answers = []
+        for origin in ["https://app.example.com", "https://other.example.com"] * 4:  # new connections each
+            reply = httpx.post(
+                url, json=body, headers={**headers, **modern_headers("tools/call", "add"), "origin": origin}, timeout=30
+            )
+            answers.append((origin, reply.status_code))
+        for origin, status in answers:
+            assert status == (200 if origin == "https://app.example.com" else 403), answers
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout is not None
+        rest = "".join(seen) + proc.stdout.read().decode(errors="replace")
+    # two workers at least (uvicorn's supervisor replaces one that misses its health check on a loaded machine)
+    assert rest.count("Started server process") >= 2, rest
+    assert "Traceback" not in rest and "stopped" in rest
+
+
+SLOW_TOOL = """import anyio
+from mcpgen.runtime import Server
+
+server = Server("slow")
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    await anyio.sleep(seconds)
+    return "done"
+"""
+
+
+def test_a_call_that_outlives_the_watch_delay_is_answered_without_errors(tmp_path: Path) -> None:
+    """Defect: under `mcpgen serve` (uvicorn's own event loop, no anyio runner), the watcher of a
+    POST whose handler outlived the watch delay failed to start (anyio found no event loop in the
+    loop's timer callback), logging a traceback and leaving hang-ups unwatched."""
+    (tmp_path / "slow_server.py").write_text(SLOW_TOOL)
+    port = free_port()
+    command = [MCPGEN, "serve", "slow_server.py:server", "--port", str(port)]
+    with process(command, "MCP endpoint at", cwd=tmp_path) as proc:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        for seconds in (0.3, 0.0):  # the last one tells the log is complete up to here
+            reply = httpx.post(
+                f"http://127.0.0.1:{port}/mcp",
+                json=request(1, "tools/call", {"name": "slow", "arguments": {"seconds": seconds}, "_meta": meta()}),
+                headers={**headers, **modern_headers("tools/call", "slow")},
+                timeout=30,
+            )
+            assert reply.json()["result"]["content"][0]["text"] == "done"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout is not None
+        rest = proc.stdout.read().decode(errors="replace")
+    assert "Traceback" not in rest and "Exception in callback" not in rest, rest
+
+
 QUICK_START = """from mcpgen.runtime import Server
 
 server = Server("demo")

@@ -49,7 +49,8 @@ class RoundRobin:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
-        headers = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in HOP_BY_HOP]
+        # values without surrounding whitespace (RFC 9110 5.5): h11 strips it, httptools keeps it, httpx refuses it
+        headers = [(k, v.strip(b" \t")) for k, v in scope["headers"] if k.decode("latin-1").lower() not in HOP_BY_HOP]
         url = backend + scope["path"] + ("?" + scope["query_string"].decode() if scope.get("query_string") else "")
         request = self.client.build_request(scope["method"], url, headers=headers, content=body)
         async with anyio.create_task_group() as tg:

@@ -30,6 +30,7 @@ bound to the principal that opened it (another principal gets 404, as for an unk
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -54,7 +55,7 @@ from .asgi import (
     Receive,
     Scope,
     Send,
-    accepts,
+    accepts_json_and_sse,
     error_body,
     headers_of,
     media_types,
@@ -63,6 +64,7 @@ from .asgi import (
 from .events import EventStore, MemoryEventStore
 from .modern import refuse_posted, serve_modern
 from .routes import serve_route
+from .run import running_on_trio
 from .security import HttpSecurity
 from .sessions import SESSION_HEADER, HandshakeSessions
 
@@ -125,6 +127,8 @@ class HttpApp:
             max_message_bytes=self.security.max_body_bytes,
         )
         self._task_group: TaskGroup | None = None
+        self.closing = False  # `close_streams` was called: the server is shutting down
+        self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on (None: trio)
         self.auth: BearerAuthMiddleware | None = None
         if auth is not None:
             self.auth = auth.wrap(
@@ -145,6 +149,8 @@ class HttpApp:
             raise RuntimeError("this app is running already")
         async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
+            self.closing = False
+            self._loop = self.sessions.loop = None if running_on_trio() else asyncio.get_running_loop()
             self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
             await tg.start(self._run_bus)
@@ -155,6 +161,7 @@ class HttpApp:
                 self.close_streams()
                 self.sessions.close_all()
                 self._task_group = self.sessions.task_group = self.stateless.background = None
+                self._loop = self.sessions.loop = None
                 tg.cancel_scope.cancel()
 
     async def _run_bus(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -171,6 +178,7 @@ class HttpApp:
         """Begin a graceful shutdown: every `subscriptions/listen` stream ends with its result,
         standalone GET streams end (their clients reconnect). Servers call it before waiting for
         open responses to finish."""
+        self.closing = True
         self.server.stop_listening()
         self.sessions.end_streams()
 
@@ -216,7 +224,8 @@ class HttpApp:
         return path.rstrip("/") or "/"
 
     async def _http(self, scope: Scope, receive: Receive, send: Send, exchange: HttpResponse) -> None:
-        send = exchange.watching(send)  # what is sent around `exchange` (the auth middleware's answers) counts too
+        if self.auth is not None:  # what is sent around `exchange` (the middleware's answers) counts too
+            send = exchange.watching(send)
         if self.auth is not None and scope.get("path") in self.auth.metadata_paths:
             await self.auth(scope, receive, send)  # the protected resource metadata: public
             return
@@ -281,7 +290,7 @@ class HttpApp:
             await exchange.respond(415, error_body(None, INVALID_REQUEST, text))
             return
         accept = headers.get("accept")
-        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+        if not accepts_json_and_sse(accept):
             text = "Not Acceptable: the client must accept application/json and text/event-stream"
             await exchange.respond(406, error_body(None, INVALID_REQUEST, text))
             return
@@ -306,7 +315,7 @@ class HttpApp:
                 status if status >= 400 else 400, error_body(message.id, message.code, message.message)
             )
         elif isinstance(message, wire.Request):
-            await serve_modern(self.stateless, message, body, post, self.keepalive)
+            await serve_modern(self.stateless, message, body, post, self.keepalive, self._loop)
         else:
             await refuse_posted(exchange, message)
 

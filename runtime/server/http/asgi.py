@@ -10,9 +10,10 @@ for list-valued fields).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 
@@ -25,6 +26,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 HeaderList = list[tuple[bytes, bytes]]
 IDLE_CHECK = 15.0  # seconds between checks of a watcher whose server never wakes a pending receive
+WATCH_AFTER = 0.05  # seconds a response waits before it gets a watcher (`LateWatch`)
 
 JSON = b"application/json"
 EVENT_STREAM = b"text/event-stream"
@@ -37,11 +39,12 @@ SSE_HEADERS: HeaderList = [
 
 
 def headers_of(scope: Scope) -> dict[str, str]:
-    """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them)."""
+    """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them,
+    without surrounding whitespace: h11 strips it, httptools keeps what trails a value)."""
     found: dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers") or ():
         name = bytes(raw_name).decode("latin-1").lower()
-        value = bytes(raw_value).decode("latin-1")
+        value = bytes(raw_value).decode("latin-1").strip(" \t")
         found[name] = f"{found[name]},{value}" if name in found else value
     return found
 
@@ -60,6 +63,21 @@ def accepts(accept: str | None, wanted: str) -> bool:
     types = media_types(accept)
     family = wanted.split("/", 1)[0]
     return bool(types & {wanted, "*/*", f"{family}/*"})
+
+
+def accepts_json_and_sse(accept: str | None) -> bool:
+    """Does an `Accept` header allow both JSON and SSE (what a Streamable HTTP POST must accept)?
+    The header is read once (most clients send the same value on every request)."""
+    if accept is None:
+        return False
+    types = media_types(accept)
+    if "*/*" in types:
+        return True
+    return bool(types & _JSON_TYPES) and bool(types & _SSE_TYPES)
+
+
+_JSON_TYPES = frozenset({"application/json", "application/*"})
+_SSE_TYPES = frozenset({"text/event-stream", "text/*"})
 
 
 def error_body(request_id: wire.RequestId | None, code: int, message: str, data: Any = None) -> bytes:
@@ -241,17 +259,96 @@ async def watch(
             return
 
 
-async def hold(
+class LateWatch:
+    """A `watch` of one response that starts only once `WATCH_AFTER` seconds have passed (or
+    `keepalive_seconds`, when sooner): a response complete before that (most are) never gets a
+    task. The loop's timer starts it in a task of the loop's own (a timer callback runs outside
+    any task, where anyio finds no event loop); `stop` ends it, unless the response is complete,
+    when the ASGI server ends it by answering its pending `receive` with a disconnect."""
+
+    __slots__ = ("_args", "_exchange", "_loop", "_scope", "_task", "_timer", "finished")
+    running: ClassVar[set[asyncio.Task[None]]] = set()  # the loop holds tasks weakly: they are held here
+
+    def __init__(  # noqa: PLR0913  (what `watch` takes, and where it runs)
+        self,
+        receive: Receive,
+        on_disconnect: Callable[[], None],
+        keepalive_seconds: float | None,
+        on_idle: Callable[[], Awaitable[bool | None]],
+        exchange: HttpResponse,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self._args = (receive, on_disconnect, keepalive_seconds, on_idle)
+        self._exchange = exchange
+        self._loop = loop
+        self._scope: anyio.CancelScope | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.finished = False
+        delay = WATCH_AFTER if keepalive_seconds is None else min(WATCH_AFTER, keepalive_seconds)
+        self._timer = loop.call_later(delay, self._start)
+
+    def _start(self) -> None:
+        if not self.finished:
+            self._task = task = self._loop.create_task(self._run())
+            self.running.add(task)
+            task.add_done_callback(self.running.discard)
+
+    def stop(self) -> None:
+        self.finished = True
+        self._timer.cancel()
+        if self._task is None or not self._exchange.open:
+            return
+        if self._scope is not None:
+            self._scope.cancel()
+        else:
+            self._task.cancel()  # not started yet: it never runs
+
+    async def _run(self) -> None:
+        if self.finished:
+            return
+        with anyio.CancelScope() as self._scope:
+            await watch(*self._args)
+
+
+async def hold(  # noqa: PLR0913  (what it waits for, and how)
     receive: Receive,
     done: anyio.Event,
     keepalive_seconds: float | None,
     on_idle: Callable[[], Awaitable[None]],
     exchange: HttpResponse,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> bool:
     """Wait until `done` is set (True) or the client disconnects (False), calling `on_idle` every
     `keepalive_seconds` meanwhile. When `done` comes with `exchange` finished, the watcher is left
-    to end on the server's disconnect rather than cancelled (cancelling costs more)."""
+    to end on the server's disconnect rather than cancelled (cancelling costs more). With the
+    asyncio `loop`, the watcher starts only if the wait outlives `WATCH_AFTER` (`LateWatch`)."""
     left = False
+
+    async def idle() -> bool:
+        if done.is_set():
+            return False
+        if keepalive_seconds is not None:
+            await on_idle()
+        return True
+
+    if loop is not None:
+        if done.is_set():
+            return True
+        with anyio.CancelScope() as scope:
+
+            def hung_up() -> None:
+                nonlocal left
+                if not done.is_set():
+                    left = True
+                    scope.cancel()
+
+            watcher = LateWatch(receive, hung_up, keepalive_seconds, idle, exchange, loop)
+            try:
+                await done.wait()
+            finally:
+                watcher.stop()
+        return not left
+
     async with anyio.create_task_group() as tg:
 
         def gone() -> None:
@@ -259,13 +356,6 @@ async def hold(
             if not done.is_set():
                 left = True
                 tg.cancel_scope.cancel()
-
-        async def idle() -> bool:
-            if done.is_set():
-                return False
-            if keepalive_seconds is not None:
-                await on_idle()
-            return True
 
         tg.start_soon(watch, receive, gone, keepalive_seconds, idle)
         await done.wait()

@@ -13,6 +13,11 @@ refusal gets its HTTP status (400, 404) before anything is sent; then its handle
   and client idle timeouts leave long calls and `subscriptions/listen` streams open;
 - the client closing the response stream cancels the handler; nothing more is sent for it.
 
+Watching for that hang-up (and keeping the response alive) needs a task waiting on the ASGI
+`receive`. On asyncio it is started only once a handler has run `asgi.WATCH_AFTER` seconds
+(`LateWatch`): the many short requests run with no task, task group or cancel scope of their
+own (one loop timer, cancelled). On trio it runs next to the handler, in a task group.
+
 Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); session ids and
 `Last-Event-ID` are ignored; POSTed notifications get 202, POSTed responses 400.
 """
@@ -28,9 +33,11 @@ from ...core.transport import Outgoing, ReplyRoute, TransportContext
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST, http_status
 from ...protocol.routing import Rejection
-from .asgi import JSON, HttpResponse, Post, error_body, sse_frame, watch
+from .asgi import JSON, HttpResponse, LateWatch, Post, error_body, sse_frame, watch
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..session import ServerSession
 
 
@@ -73,11 +80,18 @@ class ModernRoute(ReplyRoute):
             await self.exchange.comment()
 
 
-async def serve_modern(
-    session: ServerSession, request: wire.Request, body: bytes, post: Post, keepalive: float | None
+async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
+    session: ServerSession,
+    request: wire.Request,
+    body: bytes,
+    post: Post,
+    keepalive: float | None,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> None:
     """Route and serve one modern request (decoded already, from `body`), answering on the POST's
-    response: routed first, so a refusal gets its HTTP status; then served in this task."""
+    response: routed first, so a refusal gets its HTTP status; then served in this task. With the
+    asyncio `loop`, the POST's watcher starts only if the handler outlives `asgi.WATCH_AFTER`; without
+    it (trio) the watcher runs next to the handler from the start."""
     exchange = post.exchange
     route = ModernRoute(exchange)
     context = TransportContext(
@@ -89,6 +103,36 @@ async def serve_modern(
         body = error_body(request.id, routed.code, routed.message, routed.data)
         await exchange.respond(routed.http_status, body, JSON)
         return
+    incoming.route = routed
+    if loop is None:
+        await _serve_watched(session, incoming, route, post, keepalive)
+        return
+    finished = False
+
+    def hung_up() -> None:  # the client closed the stream: that is the cancellation
+        if not finished:
+            incoming.cancel_scope.cancel()
+
+    async def idle() -> bool:
+        if finished:
+            return False
+        if keepalive is not None:
+            await route.keepalive()
+        return True
+
+    watcher = LateWatch(post.receive, hung_up, keepalive, idle, exchange, loop)
+    try:
+        await session.serve(incoming)
+    finally:
+        finished = True
+        watcher.stop()
+
+
+async def _serve_watched(
+    session: ServerSession, incoming: IncomingRequest, route: ModernRoute, post: Post, keepalive: float | None
+) -> None:
+    """Serve with the watcher in a task group of this request, from the start."""
+    exchange = post.exchange
     finished = False
 
     def hung_up() -> None:  # the client closed the stream: that is the cancellation
@@ -104,7 +148,6 @@ async def serve_modern(
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(watch, post.receive, hung_up, keepalive, idle)
-        incoming.route = routed
         await session.serve(incoming)
         finished = True
         # No cancellation here (it is the costly part of a task group): once the response is

@@ -8,11 +8,12 @@ trio. Both end open `subscriptions/listen` streams gracefully (each gets its res
 wait for open responses to finish, so a shutdown does not hang on long-lived streams. Several
 worker processes each build their app with `workers.app_factory`.
 
-uvicorn bounds the time between requests on a connection but not the time a request's head may
-take to arrive, so the runner gives it `HttpSecurity.header_timeout`: a connection whose next
-request head is not complete in time is closed (slowloris); hypercorn's keep-alive timeout, which
-runs until each request's head has come, is set to it. The app bounds the body itself
-(`body_timeout`).
+uvicorn runs its fastest stack that is installed: httptools and uvloop (the `http` extra installs
+them where they have wheels), else h11 and asyncio. uvicorn bounds the time between requests on a
+connection but not the time a request's head may take to arrive, so the runner gives it
+`HttpSecurity.header_timeout` (`protocols`): a connection whose next request head is not complete
+in time is closed (slowloris); hypercorn's keep-alive timeout, which runs until each request's
+head has come, is set to it. The app bounds the body itself (`body_timeout`).
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .app import HttpApp
 
 
@@ -52,52 +51,6 @@ def require_uvicorn() -> None:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise ImportError("serving HTTP needs uvicorn: pip install 'mcpgen[http]'") from exc
-
-
-def timed_h11(header_timeout: float) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a deadline for each request head: from the connection's opening
-    (and from each response's completion, for the next request on a kept-alive connection), the
-    head must be complete within `header_timeout` seconds or the connection is closed."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class TimedH11Protocol(H11Protocol):
-        _head_timer: asyncio.TimerHandle | None = None
-        _waiting_after: object = None  # the request cycle before the head being waited for
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)  # type: ignore[arg-type]
-            self._arm_head_timer()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self._head_timer is not None and self.cycle is not self._waiting_after:
-                self._disarm_head_timer()  # the head came: the app bounds the body
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm_head_timer()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_head_timer()
-            super().connection_lost(exc)
-
-        def _arm_head_timer(self) -> None:
-            self._disarm_head_timer()
-            self._waiting_after = self.cycle
-            self._head_timer = self.loop.call_later(header_timeout, self._head_too_slow)
-
-        def _disarm_head_timer(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _head_too_slow(self) -> None:
-            self._head_timer = None
-            if self.cycle is self._waiting_after and not self.transport.is_closing():
-                self.transport.close()
-
-    return TimedH11Protocol
 
 
 def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
@@ -137,18 +90,14 @@ async def _serve_uvicorn(app: HttpApp, sockets: Sequence[socket.socket], stop: a
     require_uvicorn()
     import uvicorn
 
+    from .protocols import http_protocol
+
     class Graceful(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             app.close_streams()
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(
-        app,
-        log_level=log_level,
-        lifespan="on",
-        timeout_graceful_shutdown=30,
-        http=timed_h11(app.security.header_timeout),
-    )
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=30, http=http_protocol())
     server = Graceful(config)
     async with anyio.create_task_group() as tg:
 
@@ -190,13 +139,16 @@ def endpoint_url(host: str, port: int, path: str | None) -> str:
 
 
 def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve `app` with uvicorn until interrupted (Ctrl-C): the blocking one-liner.
+    """Serve `app` with uvicorn until interrupted (Ctrl-C): the blocking one-liner, on uvicorn's
+    fastest installed stack (its "auto" event loop: uvloop when installed).
     Logs the endpoint's URL, path included, once serving; returns after a graceful shutdown (an
     interruption ends serving, it is not an error)."""
     require_uvicorn()
     import logging
 
     import uvicorn
+
+    from .protocols import http_protocol
 
     class Graceful(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -208,9 +160,7 @@ def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level:
             app.close_streams()
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="on", http=timed_h11(app.security.header_timeout)
-    )
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", http=http_protocol())
     try:
         Graceful(config).run()
     except KeyboardInterrupt:  # uvicorn shut down gracefully, then passed the Ctrl-C on

@@ -42,6 +42,8 @@ from .events import EventStore, stream_of
 from .streams import PostRoute, SseStream
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .. import Server
 
 log = logging.getLogger("mcpgen.runtime.server.http")
@@ -143,6 +145,7 @@ class HandshakeSessions:
         self.sessions: dict[str, HttpSession] = {}
         self.held: Counter[str] = Counter()  # open sessions per authenticated principal
         self.task_group: TaskGroup | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop serving (None: trio)
 
     def remove(self, session: HttpSession) -> None:
         """Forget a session (once, whichever way it ended)."""
@@ -315,7 +318,7 @@ class HandshakeSessions:
         if not await session.feed(Frame(data, context, decoded=message)):
             await exchange.respond(404, error_body(message.id, INVALID_REQUEST, "Session not found: it ended"))
             return
-        completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange)
+        completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange, self.loop)
         await route.finish(completed)
 
     async def get(self, headers: dict[str, str], exchange: HttpResponse, receive: Receive, auth: Any = None) -> None:
@@ -351,7 +354,7 @@ class HandshakeSessions:
                 )
                 await exchange.respond(410, error_body(None, INVALID_REQUEST, text, {"lastEventId": after}))
                 return
-            completed = await hold(receive, released, self.keepalive, stream.keepalive, exchange)
+            completed = await hold(receive, released, self.keepalive, stream.keepalive, exchange, self.loop)
             async with stream.lock:
                 if not completed:
                     stream.detach(exchange)

@@ -1,8 +1,15 @@
-"""Loading a `Server` named on a command line, and the app factory of worker processes.
+"""Loading a `Server` named on a command line, and serving it from several worker processes.
 
-    MCPGEN_SERVER=mypkg.server:server uvicorn --workers 4 --factory mcpgen.runtime.server.http.workers:app_factory
+    mcpgen serve mypkg.server:server --workers 4            # serve_workers: the multi-worker command
 
-`app_factory` builds one app per worker process from the environment: `MCPGEN_SERVER`
+`serve_workers` binds one listening socket (TCP_NODELAY on every accepted connection: a small
+response never waits for the client's delayed ACK) and runs uvicorn's supervisor over it; each
+worker builds its own app (`worker_app`) on uvicorn's fastest installed stack. uvicorn's own
+`--workers` socket leaves the protocol 0, so on asyncio its workers answer each response some 40 ms
+late; `mcpgen serve --workers N` is the command to use.
+
+`app_factory` builds one app per worker process from the environment, for other process managers
+(`uvicorn --factory mcpgen.runtime.server.http.workers:app_factory`, gunicorn): `MCPGEN_SERVER`
 (`path/to/file.py:attr` or `package.module:attr`, a `Server` or a function returning one),
 `MCPGEN_PATH` (default `/mcp`), `MCPGEN_REDIS_URL` (a Redis change bus and task store shared by the
 workers; a task store the server set itself is kept) and,
@@ -11,6 +18,7 @@ through the server, `MCPGEN_STATE_KEYS` (the `requestState` sealing keys every w
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -29,6 +37,7 @@ log = logging.getLogger("mcpgen.runtime.server.http")
 
 if TYPE_CHECKING:
     from .app import HttpApp
+    from .security import HttpSecurity
 
 SERVER_ENV = "MCPGEN_SERVER"
 PATH_ENV = "MCPGEN_PATH"
@@ -88,11 +97,9 @@ def _execute(spec: importlib.machinery.ModuleSpec, where: str, notice: Callable[
     return module
 
 
-def app_factory() -> HttpApp:
-    """An app built from the environment (see the module docstring): one per worker process."""
-    target = os.environ.get(SERVER_ENV)
-    if not target:
-        raise LookupError(f"set {SERVER_ENV}=FILE_OR_MODULE:ATTR to the Server to serve")
+def worker_app(target: str, path: str = "/mcp", security: HttpSecurity | None = None) -> HttpApp:
+    """The app of one worker process: the `Server` named by `target`, sharing its changes and tasks
+    through Redis when `MCPGEN_REDIS_URL` is set (a task store the server set itself is kept)."""
     server = load_server(target)
     redis_url = os.environ.get(REDIS_ENV)
     if redis_url:
@@ -103,4 +110,52 @@ def app_factory() -> HttpApp:
         server.bus = RedisBus(redis_url)
         if isinstance(server.tasks.store, MemoryTaskStore):  # the workers share their tasks (unless told otherwise)
             server.tasks.store = RedisTaskStore(redis_url)
-    return server.http_app(os.environ.get(PATH_ENV, "/mcp"))
+    return server.http_app(path) if security is None else server.http_app(path, security=security)
+
+
+def app_factory() -> HttpApp:
+    """An app built from the environment (see the module docstring): one per worker process."""
+    target = os.environ.get(SERVER_ENV)
+    if not target:
+        raise LookupError(f"set {SERVER_ENV}=FILE_OR_MODULE:ATTR to the Server to serve")
+    return worker_app(target, os.environ.get(PATH_ENV, "/mcp"))
+
+
+def serve_workers(  # noqa: PLR0913  (keyword-only settings)
+    target: str,
+    workers: int,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    security: HttpSecurity | None = None,
+    log_level: str = "info",
+) -> None:
+    """Serve the `Server` named by `target` from `workers` processes until interrupted, with
+    uvicorn's supervisor (it restarts a worker that dies) on one socket bound here. Each worker
+    imports `target` itself: handshake-era sessions live in the worker that opened them (modern
+    requests are self-contained); set `MCPGEN_STATE_KEYS` so every worker reads the others'
+    `requestState`, and `MCPGEN_REDIS_URL` for one change bus and task store."""
+    from .run import bind, require_uvicorn
+
+    require_uvicorn()
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from .protocols import http_protocol
+
+    sock = bind(host, port)
+    sock.set_inheritable(True)  # the workers accept on it
+    config = uvicorn.Config(
+        functools.partial(worker_app, target, path, security),  # pickled to each worker, called there
+        factory=True,
+        workers=workers,
+        http=http_protocol(),
+        lifespan="on",
+        log_level=log_level,
+        timeout_graceful_shutdown=30,
+    )
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()

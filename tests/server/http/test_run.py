@@ -103,6 +103,73 @@ async def test_closing_the_response_cancels_the_handler() -> None:
             await cancelled.wait()
 
 
+@pytest.mark.parametrize("keepalive", [None, 15.0])
+async def test_hanging_up_on_a_handler_that_sent_nothing_cancels_it(keepalive: float | None) -> None:
+    """The POST's watcher starts only once the handler has run a while (on asyncio): a client
+    that hangs up before any byte of the response still cancels the handler."""
+    server = make_server()
+    started, cancelled = anyio.Event(), anyio.Event()
+
+    @server.tool()
+    async def silent() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return "never"
+
+    async with live(server, keepalive=keepalive) as (url, _):
+        port = int(url.split(":")[2].split("/")[0])
+        body = json.dumps(request(1, "tools/call", {"name": "silent", "arguments": {}, "_meta": meta()})).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            f"Mcp-Method: tools/call\r\nMcp-Name: silent\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(head + body)
+            await started.wait()
+        with anyio.fail_after(10):  # a hang guard: the watcher sees the hang-up within WATCH_AFTER
+            await cancelled.wait()
+
+
+@pytest.mark.parametrize("protocol", ["h11", "httptools"])
+async def test_header_values_are_read_without_trailing_whitespace(
+    protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httptools hands header values over with the whitespace that trails them (h11 strips it):
+    the routing headers of a call are read the same on either protocol."""
+    from mcpgen.runtime.server.http import protocols
+
+    if protocol == "httptools":
+        pytest.importorskip("httptools")
+    monkeypatch.setattr(protocols, "http_protocol", lambda: protocols.H11 if protocol == "h11" else protocols.HTTPTOOLS)
+    async with live(make_server()) as (url, _):
+        port = int(url.split(":")[2].split("/")[0])
+        params = {"name": "count", "arguments": {"n": 1}, "_meta": meta()}
+        body = json.dumps(request(1, "tools/call", params)).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json  \r\n"
+            f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28  \r\n"
+            f"Mcp-Method: tools/call  \r\nMcp-Name: count \t\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(head + body)
+            answer = b""
+            with anyio.fail_after(20):  # a hang guard: until the result (or the connection's end)
+                while b"counted 1" not in answer:
+                    try:
+                        answer += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                        break
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert b"counted 1" in answer
+
+
 async def read_until_closed(stream: anyio.abc.SocketStream) -> bytes:
     """Everything the server writes until it closes the connection."""
     received = b""
@@ -123,11 +190,20 @@ async def trickle(stream: anyio.abc.SocketStream, data: bytes) -> None:
         await anyio.sleep(0.05)
 
 
+@pytest.mark.parametrize("protocol", ["h11", "httptools"])
 @pytest.mark.parametrize("slow", ["head", "body"])
-async def test_a_client_that_sends_a_byte_at_a_time_loses_its_connection(slow: str) -> None:
+async def test_a_client_that_sends_a_byte_at_a_time_loses_its_connection(
+    slow: str, protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Defect: the server never closed a connection that sent its headers, or its body, a byte at
-    a time (200 slowloris and 100 slow-body connections stayed open)."""
+    a time (200 slowloris and 100 slow-body connections stayed open). On asyncio uvicorn runs
+    either of its HTTP/1.1 protocols (httptools when installed), each with the head deadline."""
+    from mcpgen.runtime.server.http import protocols
     from mcpgen.runtime.server.http.security import HttpSecurity
+
+    if protocol == "httptools":
+        pytest.importorskip("httptools")
+    monkeypatch.setattr(protocols, "http_protocol", lambda: protocols.H11 if protocol == "h11" else protocols.HTTPTOOLS)
 
     security = HttpSecurity(header_timeout=0.5, body_timeout=0.5)
     async with live(make_server(), security=security) as (url, _):

@@ -1,0 +1,147 @@
+"""One server process's work per POST, without a socket: uvicorn's own HTTP protocol (h11 on asyncio
+or httptools on uvloop) fed request bytes through a transport that keeps what is written, in turn,
+one connection, each request after the previous response is complete. Everything the server
+does for a request (parsing, the ASGI app, writing the response) runs; the kernel and the client
+do not. `bench_http.py --instructions` runs it under callgrind with 0 and with N calls.
+
+    python bench/servers/drive_asgi.py STACK APP ERA TOOL CALLS
+        STACK: h11 | httptools; APP: empty | mcpgen | official_json; ERA: modern | handshake
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import apps
+
+WARM_UP = 50
+V25, V26 = "2025-11-25", "2026-07-28"
+TOOLS = {"sync": "add", "async": "add_async"}
+
+
+class Transport(asyncio.Transport):
+    """Keeps what the protocol writes; never closes for real."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[bytes] = []
+        self.closing = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def post(body: dict[str, Any], headers: dict[str, str]) -> bytes:
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    lines = [
+        "POST /mcp HTTP/1.1",
+        "Host: 127.0.0.1:8000",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        *(f"{k}: {v}" for k, v in headers.items()),
+        f"Content-Length: {len(raw)}",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + raw
+
+
+def call(era: str, tool: str, n: int, session: str | None) -> bytes:
+    name = TOOLS[tool]
+    params: dict[str, Any] = {"name": name, "arguments": {"a": 1, "b": 2}}
+    if era == "modern":
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": V26,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        headers = {"Mcp-Protocol-Version": V26, "Mcp-Method": "tools/call", "Mcp-Name": name}
+    else:
+        headers = {"Mcp-Protocol-Version": V25, "Mcp-Session-Id": session or ""}
+    return post({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}, headers)
+
+
+async def main(stack: str, app_name: str, era: str, tool: str, calls: int) -> None:
+    from uvicorn.config import Config
+    from uvicorn.lifespan.on import LifespanOn
+    from uvicorn.server import ServerState
+
+    if stack == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    else:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
+
+    class Protocol(Base):  # type: ignore[misc, valid-type]
+        done: asyncio.Future[None] | None = None
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self.done is not None and not self.done.done():
+                self.done.set_result(None)
+
+    try:  # valgrind runs ~50x slower: a handler must not outlive the watcher's delay for that alone
+        from mcpgen.runtime.server.http import asgi, modern
+
+        asgi.WATCH_AFTER = modern.WATCH_AFTER = 60.0  # (modern's: where an earlier version kept it)
+    except ImportError:
+        pass
+    app = getattr(apps, {"mcpgen": "mcpgen_app", "official_json": "official_json"}.get(app_name, app_name))()
+    config = Config(app, http=Protocol, lifespan="on", log_level="warning", access_log=False)
+    config.load()
+    lifespan = LifespanOn(config)
+    await lifespan.startup()
+    loop = asyncio.get_running_loop()
+    transport = Transport()
+    protocol = Protocol(config=config, server_state=ServerState(), app_state=lifespan.state, _loop=loop)
+    protocol.connection_made(transport)
+
+    async def exchange(data: bytes) -> bytes:
+        protocol.done = loop.create_future()
+        protocol.data_received(data)
+        await protocol.done
+        out = b"".join(transport.written)
+        transport.written.clear()
+        return out
+
+    session = None
+    if era == "handshake":
+        init = {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+        opened = await exchange(post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, {}))
+        head = opened.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+        session = next(line.split(":", 1)[1].strip() for line in head if line.lower().startswith("mcp-session-id:"))
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await exchange(post(note, {"Mcp-Protocol-Version": V25, "Mcp-Session-Id": session}))
+    for n in range(1, WARM_UP + calls + 1):
+        answer = await exchange(call(era, tool, n, session))
+        if b'"result"' not in answer or b" 200 " not in answer.split(b"\r\n", 1)[0]:
+            raise SystemExit(f"bad answer: {answer[:300]!r}")
+    transport.close()
+    protocol.connection_lost(None)
+    await lifespan.shutdown()
+
+
+if __name__ == "__main__":
+    stack, app_name, era, tool, calls = sys.argv[1:6]
+    if stack == "httptools":
+        import uvloop
+
+        uvloop.install()
+    asyncio.run(main(stack, app_name, era, tool, int(calls)))
