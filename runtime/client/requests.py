@@ -125,16 +125,17 @@ class RequestPipeline:
                 detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
                 raise InvalidParams(f"invalid params for {method}: {detail}") from None
 
-        async def send(retry_body: dict[str, Any] | None) -> Any:
-            return await self._send(spec, retry_body, timeout, progress)
-
-        result = await send(body)
+        result = await self._send(spec, body, timeout, progress)
         if spec.may_require_input and resolve_input and needs_input(result):
             if not self.client.inputs.drives:
                 raise InputError(
                     f"{method}: the server asks for input and this client's driver is off (mrtr=False); "
                     "call with resolve_input=False to answer it yourself (see retry())"
                 )
+
+            async def send(retry_body: dict[str, Any] | None) -> Any:
+                return await self._send(spec, retry_body, timeout, progress)
+
             result = await self.client.inputs.drive(spec, body, result, send)
         return result
 
