@@ -119,6 +119,44 @@ class _Timer:
             self._handle = None
 
 
+class TaskScope:
+    """The cancel scope of a request that runs on a loop task of its own (asyncio): cancelling it
+    cancels that task while it is inside the scope, and the scope catches that cancellation; the
+    part of anyio's `CancelScope` that `Session.serve` uses, without its bookkeeping per request."""
+
+    __slots__ = ("_inside", "_task", "cancel_called", "cancelled_caught")
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[Any] | None = None
+        self._inside = False
+        self.cancel_called = False
+        self.cancelled_caught = False
+
+    def __enter__(self) -> TaskScope:
+        self._task = asyncio.current_task()
+        self._inside = True
+        if self.cancel_called and self._task is not None:  # cancelled before it started
+            self._task.cancel()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        self._inside = False
+        if self.cancel_called and exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+            uncancel = getattr(self._task, "uncancel", None)  # Python 3.11+: the task is no longer cancelling
+            if uncancel is not None:
+                uncancel()
+            self.cancelled_caught = True
+            return True
+        return False
+
+    def cancel(self) -> None:
+        if self.cancel_called:
+            return
+        self.cancel_called = True
+        if self._inside and self._task is not None:
+            self._task.cancel()
+
+
 @dataclass
 class IncomingRequest:
     """A request from the peer, as the routing code sees it."""
@@ -127,7 +165,7 @@ class IncomingRequest:
     method: str
     params: dict[str, Any] | None
     context: TransportContext
-    cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    cancel_scope: anyio.CancelScope | TaskScope = field(default_factory=anyio.CancelScope)
     route: Route | None = None  # set by a transport that routed the request already
 
     @property
@@ -554,12 +592,14 @@ class Session:
         while len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
             self._room = anyio.Event()
             await self._room.wait()
-        incoming = IncomingRequest(request.id, request.method, request.params, context)
-        self._in_flight[request.id] = incoming
         loop = running_loop()
         if loop is None:
+            incoming = IncomingRequest(request.id, request.method, request.params, context)
+            self._in_flight[request.id] = incoming
             self._task_group.start_soon(self._serve_registered, incoming)
             return
+        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
+        self._in_flight[request.id] = incoming
         task = loop.create_task(self._serve_registered(incoming))
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
