@@ -438,6 +438,8 @@ class Session:
     ) -> None:
         """Send the request (waiting for room) and wait for its answer, all within one cancel scope
         for the deadline (any backend, any transport or reply route)."""
+        if pending.waiter is None:  # a reply route's request (`_queue_now` gives the others theirs)
+            pending.waiter = new_waiter()
         was_sent = False
         try:
             with anyio.fail_after(limit if limit is not None else math.inf) as deadline:

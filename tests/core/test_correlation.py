@@ -16,7 +16,7 @@ import anyio
 import pytest
 from mcpgen.runtime.core.memory import memory_pair
 from mcpgen.runtime.core.session import IncomingRequest, Session
-from mcpgen.runtime.core.transport import Authorizing, Frame, Transport
+from mcpgen.runtime.core.transport import Authorizing, Frame, Outgoing, ReplyRoute, Transport
 from mcpgen.runtime.protocol.errors import ConnectionClosed, RequestTimeout
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -88,6 +88,36 @@ async def test_the_answer_comes_back_with_its_result_or_error() -> None:
         await send(peer, {"jsonrpc": "2.0", "id": second["id"], "error": {"code": -32000, "message": "nope"}})
     assert results[0] == {"ok": True}
     assert getattr(results[1], "code", None) == -32000
+
+
+class Forward(ReplyRoute):
+    """A reply route (as an HTTP exchange has): what is sent on it goes to the peer, and is counted."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.sent = 0
+
+    async def send(self, item: Outgoing, *, final: bool) -> None:
+        self.sent += 1
+        await self.transport.send.send(item)
+
+
+async def test_a_call_on_a_reply_route_goes_that_way_and_is_answered() -> None:
+    ours, peer = memory_pair()
+    session = Session(ours)
+    route = Forward(ours)
+    results: list[Any] = []
+
+    async def call() -> None:
+        results.append(await session.send_request("elicitation/create", {"q": 1}, route=route))
+
+    async with running(session), anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        request = await read(peer)
+        assert request["method"] == "elicitation/create" and route.sent == 1
+        await send(peer, {"jsonrpc": "2.0", "id": request["id"], "result": {"a": 2}})
+    assert results == [{"a": 2}]
+    assert session.pending == 0
 
 
 async def test_the_deadline_covers_a_send_that_waits_for_room() -> None:
