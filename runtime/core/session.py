@@ -18,6 +18,13 @@ at once; past that the session stops reading until replies drain (back-pressure)
 encoded once (`Outgoing` carries the object and its bytes) and decoded once (a transport that
 decoded a message already hands it over decoded). What a request means (which methods exist,
 params, capabilities) belongs to the subclasses: the server routes with `protocol.routing`.
+
+On asyncio the per-call path is lighter, with the same behaviour: a call of ours sent through
+our pipe is queued at once and waits on one loop future, its deadline a timer handle (moved by an
+authorization as a cancel scope's would be); a request from the peer runs on a plain loop task
+with a `TaskScope`, and the session waits for (or cancels) those tasks as a task group would.
+Elsewhere (trio, a reply route, another transport, a full pipe) anyio's cancel scopes and task
+group do it.
 """
 
 from __future__ import annotations
