@@ -4,6 +4,7 @@ refused the version (`Client.request` is this, for the `Client` it belongs to)."
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -67,6 +68,11 @@ class RequestPipeline:
         self.client = client
         self._renewal = anyio.Lock()
         self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)
+        # The `_meta` of our requests is the same from call to call: checked once per params model,
+        # then handed to validation as the model it became (params model -> (its field for `_meta`,
+        # the `_meta` checked, as a copy, and its model)).
+        self._meta_fields: dict[Any, str | None] = {}
+        self._checked_meta: dict[Any, tuple[dict[str, Any], Any]] = {}
 
     def spec(self, method: str) -> Any:
         """The table row of `method` for the negotiated version (with the extensions this client
@@ -114,23 +120,53 @@ class RequestPipeline:
         self._check_gate(spec, body)
         if body is not None or spec.params_required:
             try:
-                spec.parse_params(body)
+                self._check_params(spec, body)
             except (ValidationError, ValueError) as exc:
                 detail = validation_detail(exc) if isinstance(exc, ValidationError) else str(exc)
                 raise InvalidParams(f"invalid params for {method}: {detail}") from None
 
-        async def send(retry_body: dict[str, Any] | None) -> Any:
-            return await self._send(spec, retry_body, timeout, progress)
-
-        result = await send(body)
+        result = await self._send(spec, body, timeout, progress)
         if spec.may_require_input and resolve_input and needs_input(result):
             if not self.client.inputs.drives:
                 raise InputError(
                     f"{method}: the server asks for input and this client's driver is off (mrtr=False); "
                     "call with resolve_input=False to answer it yourself (see retry())"
                 )
+
+            async def send(retry_body: dict[str, Any] | None) -> Any:
+                return await self._send(spec, retry_body, timeout, progress)
+
             result = await self.client.inputs.drive(spec, body, result, send)
         return result
+
+    def _check_params(self, spec: Any, body: dict[str, Any] | None) -> None:
+        """Validate the params of a request (ValidationError/ValueError when they are not valid);
+        a `_meta` equal to one checked before is not checked again."""
+        model = spec.params
+        meta = body.get("_meta") if body is not None else None
+        if not isinstance(meta, dict) or not isinstance(model, type) or not issubclass(model, BaseModel):
+            spec.parse_params(body)
+            return
+        assert body is not None
+        checked = self._checked_meta.get(model)
+        if checked is not None and checked[0] == meta:
+            spec.parse_params({**body, "_meta": checked[1]})  # a model instance is taken as it is
+            return
+        parsed = spec.parse_params(body)
+        name = self._meta_field(model)
+        if name is not None:
+            value = getattr(parsed, name, None)
+            if isinstance(value, BaseModel):
+                self._checked_meta[model] = (copy.deepcopy(meta), value)
+
+    def _meta_field(self, model: type[BaseModel]) -> str | None:
+        """The field of a params model that holds `_meta` (None: it has none)."""
+        if model not in self._meta_fields:
+            self._meta_fields[model] = next(
+                (name for name, info in model.model_fields.items() if "_meta" in (info.alias, info.validation_alias)),
+                None,
+            )
+        return self._meta_fields[model]
 
     async def _new_session(self, sessions: int) -> None:
         """The server ended the session: negotiate a new one (once, however many calls noticed)."""

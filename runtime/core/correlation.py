@@ -11,33 +11,58 @@ import itertools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 import anyio
 
 from ..protocol import wire
 from ..protocol.errors import McpError, McpRuntimeError
+from .pipe import wake
 
 log = logging.getLogger("mcpgen.runtime.core")
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 
-@dataclass
 class Pending:
-    """One call waiting for its answer."""
+    """One call waiting for its answer: `settle` wakes the caller's `waiter` (a loop future on
+    asyncio, an `anyio.Event` elsewhere; set by the caller before the request is sent)."""
 
-    method: str
-    token: wire.RequestId | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: Any = None
-    error: McpRuntimeError | None = None
-    barrier: int = 0  # callbacks queued before the answer arrived
-    deadline: anyio.CancelScope | None = None  # the call's timeout, while it runs
-    limit: float | None = None  # the timeout in seconds
-    authorizing: bool = False  # held up by an authorization: the timeout is stopped
-    resumed_at: float | None = None  # when the last authorization ended
+    __slots__ = (
+        "authorizing",
+        "barrier",
+        "deadline",
+        "error",
+        "limit",
+        "method",
+        "result",
+        "resumed_at",
+        "settled",
+        "token",
+        "waiter",
+    )
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.token: wire.RequestId | None = None
+        self.result: Any = None
+        self.error: McpRuntimeError | None = None
+        self.barrier = 0  # callbacks queued before the answer arrived
+        self.deadline: Any = None  # the call's timeout while it runs (anything with a settable `deadline`)
+        self.limit: float | None = None  # the timeout in seconds
+        self.authorizing = False  # held up by an authorization: the timeout is stopped
+        self.resumed_at: float | None = None  # when the last authorization ended
+        self.settled = False  # answered or failed
+        self.waiter: Any = None
+
+    def settle(self) -> None:
+        """The call is answered or failed: wake its caller (once)."""
+        if self.settled:
+            return
+        self.settled = True
+        waiter = self.waiter
+        if waiter is not None:
+            wake(waiter)
 
 
 def is_number(value: object) -> TypeGuard[int | float]:
@@ -76,7 +101,7 @@ class Correlation:
             log.warning("peer reported an error without an id: %s", response.error)
             return
         pending = self.pending.get(response.id)
-        if pending is None:
+        if pending is None or pending.settled:
             log.debug("ignored a response to unknown or finished request %r", response.id)
             return
         pending.barrier = barrier
@@ -84,14 +109,16 @@ class Correlation:
             pending.error = McpError.from_error(response.error)
         else:
             pending.result = response.result
-        pending.done.set()
+        pending.settle()
 
     def fail(self, request_id: wire.RequestId, error: McpRuntimeError) -> bool:
         pending = self.pending.get(request_id)
         if pending is None:
             return False
+        if pending.settled:
+            return False
         pending.error = error
-        pending.done.set()
+        pending.settle()
         return True
 
     def authorizing(self, request_id: wire.RequestId, active: bool) -> None:
@@ -108,8 +135,9 @@ class Correlation:
 
     def close(self, error: Callable[[str], McpRuntimeError]) -> None:
         for pending in self.pending.values():
-            pending.error = error(pending.method)
-            pending.done.set()
+            if not pending.settled:
+                pending.error = error(pending.method)
+                pending.settle()
 
     async def progress(self, params: Mapping[str, Any]) -> None:
         token = params.get("progressToken")

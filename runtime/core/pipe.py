@@ -34,16 +34,22 @@ T = TypeVar("T")
 FAIR_TURNS = 64  # items a receiver takes without waiting before it lets other tasks run
 
 
-def _new_waiter() -> Any:
-    """A loop future on asyncio, else an `anyio.Event` (trio)."""
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None on any other backend (trio)."""
     try:
-        loop = asyncio.get_running_loop()
+        return asyncio.get_running_loop()
     except RuntimeError:
-        return anyio.Event()
-    return loop.create_future()
+        return None
 
 
-def _wake(waiter: Any) -> None:
+def new_waiter() -> Any:
+    """A loop future on asyncio, else an `anyio.Event` (trio)."""
+    loop = running_loop()
+    return anyio.Event() if loop is None else loop.create_future()
+
+
+def wake(waiter: Any) -> None:
+    """Wake whoever waits on `waiter` (once; a waiter already woken or cancelled stays as it is)."""
     if isinstance(waiter, asyncio.Future):
         if not waiter.done():
             waiter.set_result(None)
@@ -51,7 +57,8 @@ def _wake(waiter: Any) -> None:
         waiter.set()
 
 
-async def _wait(waiter: Any) -> None:
+async def wait(waiter: Any) -> None:
+    """Wait until `waiter` is woken."""
     if isinstance(waiter, asyncio.Future):
         await waiter
     else:
@@ -93,7 +100,7 @@ class PipeSend(ObjectSendStream[T]):
         waiter = state.receiver
         if waiter is not None:
             state.receiver = None
-            _wake(waiter)
+            wake(waiter)
 
     async def send(self, item: T) -> None:
         if self._ready >= FAIR_TURNS:  # before sending: a cancellation here sends nothing
@@ -109,14 +116,14 @@ class PipeSend(ObjectSendStream[T]):
                 self._ready += 1
                 return
             self._ready = 0
-            waiter = _new_waiter()
+            waiter = new_waiter()
             state.senders.append(waiter)
             try:
-                await _wait(waiter)
+                await wait(waiter)
             finally:
                 state.senders.remove(waiter)
                 if state.senders and (len(state.items) < state.buffer or state.receiver_closed or self._closed):
-                    _wake(state.senders[0])  # a wake this sender took but did not use goes to the next one
+                    wake(state.senders[0])  # a wake this sender took but did not use goes to the next one
 
     def close(self) -> None:
         if self._closed:
@@ -127,9 +134,9 @@ class PipeSend(ObjectSendStream[T]):
         waiter = state.receiver
         if waiter is not None:
             state.receiver = None
-            _wake(waiter)
+            wake(waiter)
         for waiter in state.senders:  # sends waiting for room on this end fail as closed
-            _wake(waiter)
+            wake(waiter)
 
     async def aclose(self) -> None:
         self.close()
@@ -159,7 +166,7 @@ class PipeReceive(ObjectReceiveStream[T]):
         if state.items:
             item = state.items.popleft()
             if state.senders:
-                _wake(state.senders[0])
+                wake(state.senders[0])
             return item
         if state.sender_closed:
             raise anyio.EndOfStream
@@ -180,10 +187,10 @@ class PipeReceive(ObjectReceiveStream[T]):
             except anyio.WouldBlock:
                 pass
             self._ready = 0
-            waiter = _new_waiter()
+            waiter = new_waiter()
             state.receiver = waiter
             try:
-                await _wait(waiter)
+                await wait(waiter)
             finally:
                 if state.receiver is waiter:
                     state.receiver = None
@@ -196,7 +203,7 @@ class PipeReceive(ObjectReceiveStream[T]):
         state.receiver_closed = True
         state.items.clear()
         for waiter in state.senders:
-            _wake(waiter)
+            wake(waiter)
 
     async def aclose(self) -> None:
         self.close()

@@ -18,10 +18,18 @@ at once; past that the session stops reading until replies drain (back-pressure)
 encoded once (`Outgoing` carries the object and its bytes) and decoded once (a transport that
 decoded a message already hands it over decoded). What a request means (which methods exist,
 params, capabilities) belongs to the subclasses: the server routes with `protocol.routing`.
+
+On asyncio the per-call path is lighter, with the same behaviour: a call of ours sent through
+our pipe is queued at once and waits on one loop future, its deadline a timer handle (moved by an
+authorization as a cancel scope's would be); a request from the peer runs on a plain loop task
+with a `TaskScope`, and the session waits for (or cancels) those tasks as a task group would.
+Elsewhere (trio, a reply route, another transport, a full pipe) anyio's cancel scopes and task
+group do it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -43,7 +51,8 @@ from ..protocol.errors import (
     RemoteProtocolError,
     RequestTimeout,
 )
-from .correlation import Correlation, ProgressCallback
+from .correlation import Correlation, Pending, ProgressCallback
+from .pipe import PipeSend, new_waiter, running_loop, wait, wake
 from .transport import (
     DEFAULT_MAX_MESSAGE_BYTES,
     HEAD_BYTES,
@@ -80,6 +89,81 @@ DEFAULT = _Default()
 Timeout = float | _Default | None
 
 
+class _Timer:
+    """A call's deadline on the asyncio loop: one timer handle that wakes the waiting caller when
+    it passes (cheaper than a cancel scope per call). `deadline` may be moved while the call
+    waits (an authorization holding the call up stops it: `math.inf`), as a cancel scope's can."""
+
+    __slots__ = ("_deadline", "_handle", "_loop", "_waiter", "expired")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, deadline: float, waiter: asyncio.Future[None]) -> None:
+        self._loop = loop
+        self._waiter = waiter
+        self._handle: asyncio.TimerHandle | None = None
+        self._deadline = math.inf
+        self.expired = False
+        self.deadline = deadline
+
+    @property
+    def deadline(self) -> float:
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, value: float) -> None:
+        self.cancel()
+        self._deadline = value
+        if value != math.inf and not self.expired:
+            self._handle = self._loop.call_at(value, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.expired = True
+        wake(self._waiter)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+class TaskScope:
+    """The cancel scope of a request that runs on a loop task of its own (asyncio): cancelling it
+    cancels that task while it is inside the scope, and the scope catches that cancellation; the
+    part of anyio's `CancelScope` that `Session.serve` uses, without its bookkeeping per request."""
+
+    __slots__ = ("_inside", "_task", "cancel_called", "cancelled_caught")
+
+    def __init__(self) -> None:
+        self._task: asyncio.Task[Any] | None = None
+        self._inside = False
+        self.cancel_called = False
+        self.cancelled_caught = False
+
+    def __enter__(self) -> TaskScope:
+        self._task = asyncio.current_task()
+        self._inside = True
+        if self.cancel_called and self._task is not None:  # cancelled before it started
+            self._task.cancel()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        self._inside = False
+        if self.cancel_called and exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+            uncancel = getattr(self._task, "uncancel", None)  # Python 3.11+: the task is no longer cancelling
+            if uncancel is not None:
+                uncancel()
+            self.cancelled_caught = True
+            return True
+        return False
+
+    def cancel(self) -> None:
+        if self.cancel_called:
+            return
+        self.cancel_called = True
+        if self._inside and self._task is not None:
+            self._task.cancel()
+
+
 @dataclass
 class IncomingRequest:
     """A request from the peer, as the routing code sees it."""
@@ -88,7 +172,7 @@ class IncomingRequest:
     method: str
     params: dict[str, Any] | None
     context: TransportContext
-    cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    cancel_scope: anyio.CancelScope | TaskScope = field(default_factory=anyio.CancelScope)
     route: Route | None = None  # set by a transport that routed the request already
 
     @property
@@ -127,6 +211,12 @@ class Session:
         self.calls = Correlation(self.side)
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
+        # On asyncio, requests from the peer run on plain loop tasks (cheaper than the task group's,
+        # which wraps each in a cancel scope and an event); the session waits for them as the group would.
+        self._tasks: set[asyncio.Task[None]] = set()
+        # Our pipe takes a message at once when it has room: a request is queued without a send coroutine.
+        send = transport.send if transport is not None else None
+        self._send_now = send.send_nowait if isinstance(send, PipeSend) else None
         self._room: anyio.Event | None = None  # set when a request finishes while the reader waits for room
         self._is_closed = False
         self.callbacks = OrderedWorker("notification callbacks", mark=True, buffer=CALLBACK_BUFFER)
@@ -177,15 +267,51 @@ class Session:
             self.callbacks.attach(tg)
             task_status.started()
             try:
-                async for item in self.transport.receive:
-                    await self.receive(item)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
-            finally:
-                self._close()
-                for incoming in list(self._in_flight.values()):
-                    incoming.cancel_scope.cancel()
+                receive = self.transport.receive.receive  # (not `async for`: one frame less per message)
+                try:
+                    while True:
+                        await self.receive(await receive())
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+                finally:
+                    self._close()
+                    for incoming in list(self._in_flight.values()):
+                        incoming.cancel_scope.cancel()
+                await self._join_tasks()
+            except BaseException:
+                await self._join_tasks(cancel=True)  # the session is cancelled (or failed): so are its requests
+                raise
         self._task_group = None
+
+    async def _join_tasks(self, *, cancel: bool = False) -> None:
+        """Wait for the requests running on loop tasks (as a task group waits for its tasks); when
+        `cancel`, or when this wait is cancelled, cancel them first."""
+        if not self._tasks:
+            return
+        if not cancel:
+            try:
+                while self._tasks:
+                    await asyncio.wait(list(self._tasks))
+                return
+            except BaseException:
+                await self._join_tasks(cancel=True)
+                raise
+        for task in self._tasks:
+            task.cancel()
+        with anyio.CancelScope(shield=True):
+            while self._tasks:
+                await asyncio.wait(list(self._tasks))
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:  # what a task group does with a failed task: the session fails with it
+            if self._task_group is not None:
+                self._task_group.start_soon(_reraise, error)
+            else:  # pragma: no cover - tasks are joined before the group closes
+                log.error("a request task failed after its session ended", exc_info=error)
 
     def _close(self) -> None:
         if self._is_closed:
@@ -210,12 +336,26 @@ class Session:
         Raises `MessageTooLarge` (nothing sent) over the size limit, `ConnectionClosed` when the
         connection is gone, ValueError/TypeError when the message cannot be encoded.
         """
+        item = self._encode(message, route)
+        if final and route is None and self._send_now is not None:
+            try:  # a reply is the last thing its task does: queued at once when the pipe has room
+                self._send_now(item)
+                return
+            except anyio.WouldBlock:
+                pass
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                raise ConnectionClosed("the connection is closed") from exc
+        await self._deliver(item, route, final)
+
+    def _encode(self, message: Mapping[str, Any], route: ReplyRoute | None) -> Outgoing:
         data = wire.dumps(message)
         if len(data) > self.max_message_bytes:
             raise MessageTooLarge(f"a {len(data)}-byte message is over the {self.max_message_bytes}-byte limit")
         if route is None and self._is_closed:
             raise ConnectionClosed("the connection is closed")
-        item = Outgoing(data, message=message)
+        return Outgoing(data, message=message)
+
+    async def _deliver(self, item: Outgoing, route: ReplyRoute | None, final: bool) -> None:
         try:
             if route is not None:
                 await route.send(item, final=final)
@@ -262,15 +402,60 @@ class Session:
             body = dict(body or {})
             body["_meta"] = {**(body.get("_meta") or {}), "progressToken": pending.token}
         limit = self.request_timeout if isinstance(timeout, _Default) else timeout
+        try:
+            item = self._encode(wire.request(request_id, method, body), route)
+        except BaseException:
+            self.calls.discard(request_id)
+            raise
+        loop = self._queue_now(item, request_id, pending) if route is None else None
+        if loop is not None:
+            await self._await_answer(loop, request_id, method, pending, limit, sent)
+        else:
+            await self._send_and_wait(item, request_id, method, pending, limit, route, sent)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def _queue_now(self, item: Outgoing, request_id: RequestId, pending: Pending) -> asyncio.AbstractEventLoop | None:
+        """Give the call its waiter, and on asyncio with a pipe that has room, queue the request at
+        once: the loop when it is queued (wait with `_await_answer`), else None (`_send_and_wait`)."""
+        loop = running_loop() if self._send_now is not None else None
+        if loop is None:
+            pending.waiter = new_waiter()
+            return None
+        pending.waiter = loop.create_future()
+        try:
+            self._send_now(item)  # type: ignore[misc]
+        except anyio.WouldBlock:
+            return None  # the pipe is full: send it the general way, which waits for room
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            self.calls.discard(request_id)
+            raise ConnectionClosed("the connection is closed") from exc
+        return loop
+
+    async def _send_and_wait(  # noqa: PLR0913
+        self,
+        item: Outgoing,
+        request_id: RequestId,
+        method: str,
+        pending: Pending,
+        limit: float | None,
+        route: ReplyRoute | None,
+        sent: anyio.Event | None,
+    ) -> None:
+        """Send the request (waiting for room) and wait for its answer, all within one cancel scope
+        for the deadline (any backend, any transport or reply route)."""
+        if pending.waiter is None:  # a reply route's request (`_queue_now` gives the others theirs)
+            pending.waiter = new_waiter()
         was_sent = False
         try:
             with anyio.fail_after(limit if limit is not None else math.inf) as deadline:
                 pending.deadline, pending.limit = deadline, limit
-                await self.send_message(wire.request(request_id, method, body), route=route)
+                await self._deliver(item, route, False)
                 was_sent = True
                 if sent is not None:
                     sent.set()
-                await pending.done.wait()
+                await wait(pending.waiter)
         except TimeoutError:
             if was_sent:
                 self._cancel_remote(request_id, method, f"timed out after {limit} s", route)
@@ -281,10 +466,39 @@ class Session:
             raise
         finally:
             self.calls.discard(request_id)
-        await self.callbacks.catch_up(pending.barrier, timeout=limit)
-        if pending.error is not None:
-            raise pending.error
-        return pending.result
+        if pending.barrier > self.callbacks.done:
+            await self.callbacks.catch_up(pending.barrier, timeout=limit)
+
+    async def _await_answer(  # noqa: PLR0913
+        self,
+        loop: asyncio.AbstractEventLoop,
+        request_id: RequestId,
+        method: str,
+        pending: Pending,
+        limit: float | None,
+        sent: anyio.Event | None,
+    ) -> None:
+        """The asyncio path of `send_request` once the request is queued: wait on the call's loop
+        future, with a timer for its deadline."""
+        if sent is not None:
+            sent.set()
+        waiter = pending.waiter
+        timer = _Timer(loop, loop.time() + limit, waiter) if limit is not None else None
+        pending.deadline, pending.limit = timer, limit
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            self._cancel_remote(request_id, method, "cancelled by the caller", None)
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.calls.discard(request_id)
+        if not pending.settled:  # the timer woke us
+            self._cancel_remote(request_id, method, f"timed out after {limit} s", None)
+            raise RequestTimeout(f"{method} timed out after {limit} s")
+        if pending.barrier > self.callbacks.done:
+            await self.callbacks.catch_up(pending.barrier, timeout=limit)
 
     def _cancel_remote(self, request_id: RequestId, method: str, reason: str, route: ReplyRoute | None) -> None:
         """Tell the peer, in the background: a peer that stopped reading cannot hold the caller."""
@@ -387,9 +601,17 @@ class Session:
         while len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
             self._room = anyio.Event()
             await self._room.wait()
-        incoming = IncomingRequest(request.id, request.method, request.params, context)
+        loop = running_loop()
+        if loop is None:
+            incoming = IncomingRequest(request.id, request.method, request.params, context)
+            self._in_flight[request.id] = incoming
+            self._task_group.start_soon(self._serve_registered, incoming)
+            return
+        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
         self._in_flight[request.id] = incoming
-        self._task_group.start_soon(self._serve_registered, incoming)
+        task = loop.create_task(self._serve_registered(incoming))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
 
     async def _serve_registered(self, incoming: IncomingRequest) -> None:
         try:
@@ -460,3 +682,7 @@ class Session:
             log.warning("ignored %s notification: %s", method, exc)
         except Exception:
             log.exception("notification handler for %s failed", method)
+
+
+async def _reraise(error: BaseException) -> None:
+    raise error
