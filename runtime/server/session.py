@@ -65,7 +65,6 @@ class ServerSession(Session):
         self.background: anyio.abc.TaskGroup | None = None
         """Where work outliving a request runs (tasks): the session's own task group while it runs
         on a transport; the HTTP app's for the one that serves its self-contained requests."""
-        self._host_scope: anyio.CancelScope | None = None
 
     @property
     def handshake_version(self) -> str | None:
@@ -73,31 +72,27 @@ class ServerSession(Session):
         return self.handshake.version if self.handshake is not None else None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve the transport: one task group holds the notification sender and the work that
+        outlives requests (tasks), and the reader runs in this task, inside it (no task of its own,
+        nothing held per idle session beyond the reader's own group). Once the reader is done
+        (the connection closed, the requests in flight cancelled), what still runs there is
+        cancelled: nobody is left to ask for it."""
         try:
-            async with anyio.create_task_group() as tg:
-                self.outbox.attach(tg)
-                self.background = await tg.start(self._host)
-                await tg.start(super().run)
-                task_status.started()
+            async with anyio.create_task_group() as host:
+                self.outbox.attach(host)
+                self.background = host
+                try:
+                    await super().run(task_status=task_status)
+                finally:
+                    host.cancel_scope.cancel()
         finally:
             self.background = None
-
-    async def _host(self, *, task_status: anyio.abc.TaskStatus[anyio.abc.TaskGroup]) -> None:
-        """Hold the task group of work that outlives requests (tasks) until the connection closes,
-        then cancel what still runs there: nobody is left to ask for it."""
-        with anyio.CancelScope() as scope:
-            self._host_scope = scope
-            async with anyio.create_task_group() as host:
-                task_status.started(host)
-                await anyio.sleep_forever()
 
     def accepts_cancel(self, incoming: IncomingRequest) -> bool:
         return incoming.method != HANDSHAKE_METHOD
 
     def on_closed(self) -> None:
         self.outbox.close()  # ends the notification sender, so the session can finish
-        if self._host_scope is not None:
-            self._host_scope.cancel()
 
     def can_cancel(self, method: str) -> bool:
         if self.handshake is None:
