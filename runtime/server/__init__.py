@@ -154,6 +154,8 @@ class Server(Generic[State]):
         self.list_changed = list_changed
         self.logging = logging
         self.validate_results = validate_results
+        self.vouched_results: set[tuple[str, str]] = set()
+        """(version, method) pairs whose runtime-built results passed validation once (`ServerSession.finish`)."""
         self.sealing = options.sealing
         self.caching = options.caching
         self.limits = options.limits
