@@ -170,10 +170,29 @@ class ServerSession(Session):
             return result
 
     async def _handle(self, request: IncomingRequest, route: Route | Rejection) -> Any:
+        """`execute`, with the common case (no request middleware, a method that cannot become a
+        task) run here: the handler awaited in this frame, its result finished."""
         if isinstance(route, Rejection):
             raise route.error()
         try:
-            return await self.execute(request, route)
+            server = self.server
+            spec = route.spec
+            method = spec.method
+            if server.middleware.requests or method in server.tasks.augmented:
+                return await self.execute(request, route)
+            era = server.serving[route.era.name]
+            ctx: RequestContext[Any] = RequestContext(self, request, route.version, era, era.client_view(request, self))
+            era.open_input(ctx, spec)
+            handler = server.handlers[method]
+            params = route.params
+            try:
+                result = await handler(ctx, params)
+            except InputRequired as asked:
+                result = await self._input_rounds(ctx, spec, params, handler, asked)
+            else:
+                if isinstance(result, InputRequired):
+                    result = await self._input_rounds(ctx, spec, params, handler, result)
+            return self.finish(spec, ctx, result)
         except McpError:
             raise
         except Exception as exc:  # unexpected: a generic error with an id, the details in the log
