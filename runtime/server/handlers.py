@@ -109,7 +109,7 @@ async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
     if tool.model_param is not None:
         kwargs: dict[str, Any] = {tool.model_param: arguments}
     else:
-        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        kwargs = dict(arguments.__dict__)  # the fields' values, by name (extra values live elsewhere)
     try:
         if server.middleware.tools:
             call = ToolCall(tool.name, kwargs, tool, ctx)
