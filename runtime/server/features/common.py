@@ -102,7 +102,7 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-class Built(dict):  # type: ignore[type-arg]
+class Built(dict[str, Any]):
     """A result object the runtime assembled itself from values it made or checked (a tool's text,
     its checked structured output, an error message): the session need not validate it against
     the table on every call (it checks the first of each kind, with the era's stamps)."""
