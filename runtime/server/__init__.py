@@ -150,6 +150,8 @@ class Server(Generic[State]):
         self.list_changed = shown.list_changed
         self.logging = shown.logging
         self.validate_results = options.diagnostics.validate_results
+        self.vouched_results: set[tuple[str, str]] = set()
+        """(version, method) pairs whose runtime-built results passed validation once (`ServerSession.finish`)."""
         self.sealing = options.sealing
         self.caching = shown.caching
         self.limits = options.limits

@@ -109,14 +109,15 @@ async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
     if tool.model_param is not None:
         kwargs: dict[str, Any] = {tool.model_param: arguments}
     else:
-        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        kwargs = dict(arguments.__dict__)  # the fields' values, by name (extra values live elsewhere)
     try:
         if server.middleware.tools:
             call = ToolCall(tool.name, kwargs, tool, ctx)
             value = await run_chain(server.middleware.tools, call, lambda: _run_tool(server, tool, call.arguments, ctx))
         else:
-            limiter = server.thread_limiter()
-            value = await invoke(tool.callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=limiter)
+            callee = tool.callee
+            limiter = None if callee.is_async else server.thread_limiter()  # only a plain `def` needs one
+            value = await invoke(callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=limiter)
     except (McpError, InputRequired):
         raise
     except (ToolError, NotFound) as exc:  # meant for the model

@@ -76,6 +76,8 @@ def read_input(ctx: RequestContext, spec: MethodSpec) -> None:
     params = ctx.request.params or {}
     token = params.get("requestState")
     responses = params.get("inputResponses")
+    if token is None and responses is None:  # a first call: nothing to read
+        return
     if token is None:
         # Answers without a state: nothing says what was asked, so each is read by its shape
         # (an answer that is no kind of input response is refused).

@@ -26,6 +26,7 @@ from ..protocol.input_requests import InputRequired
 from ..protocol.keys import HANDSHAKE_METHOD
 from ..protocol.routing import Call, Rejection, Route
 from .context import RequestContext
+from .features.common import Built
 from .hooks.middleware import RequestHook, RequestInfo, run_chain
 from .input import check_input_capabilities
 
@@ -65,7 +66,12 @@ class ServerSession(Session):
         self.background: anyio.abc.TaskGroup | None = None
         """Where work outliving a request runs (tasks): the session's own task group while it runs
         on a transport; the HTTP app's for the one that serves its self-contained requests."""
-        self._host_scope: anyio.CancelScope | None = None
+        self.telemetry: Instrumentation | None = server.telemetry
+        """The instrumentation this session's requests are traced with (None: none). A session
+        run on a transport decides once, when it starts: without an SDK configured then, its
+        requests cost no telemetry check at all (the next connection sees an SDK set up later).
+        A session fed request by request (the HTTP app's self-contained requests) keeps asking
+        the instrumentation, which looks for an SDK once a second until one is set."""
 
     @property
     def handshake_version(self) -> str | None:
@@ -73,31 +79,30 @@ class ServerSession(Session):
         return self.handshake.version if self.handshake is not None else None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Serve the transport: one task group holds the notification sender and the work that
+        outlives requests (tasks), and the reader runs in this task, inside it (no task of its own,
+        nothing held per idle session beyond the reader's own group). Once the reader is done
+        (the connection closed, the requests in flight cancelled), what still runs there is
+        cancelled: nobody is left to ask for it."""
+        telemetry = self.telemetry
+        if telemetry is not None and not telemetry.ready():
+            self.telemetry = None  # decided for this connection: nothing to trace
         try:
-            async with anyio.create_task_group() as tg:
-                self.outbox.attach(tg)
-                self.background = await tg.start(self._host)
-                await tg.start(super().run)
-                task_status.started()
+            async with anyio.create_task_group() as host:
+                self.outbox.attach(host)
+                self.background = host
+                try:
+                    await super().run(task_status=task_status)
+                finally:
+                    host.cancel_scope.cancel()
         finally:
             self.background = None
-
-    async def _host(self, *, task_status: anyio.abc.TaskStatus[anyio.abc.TaskGroup]) -> None:
-        """Hold the task group of work that outlives requests (tasks) until the connection closes,
-        then cancel what still runs there: nobody is left to ask for it."""
-        with anyio.CancelScope() as scope:
-            self._host_scope = scope
-            async with anyio.create_task_group() as host:
-                task_status.started(host)
-                await anyio.sleep_forever()
 
     def accepts_cancel(self, incoming: IncomingRequest) -> bool:
         return incoming.method != HANDSHAKE_METHOD
 
     def on_closed(self) -> None:
         self.outbox.close()  # ends the notification sender, so the session can finish
-        if self._host_scope is not None:
-            self._host_scope.cancel()
 
     def can_cancel(self, method: str) -> bool:
         if self.handshake is None:
@@ -113,7 +118,7 @@ class ServerSession(Session):
     async def send_request(self, method: str, params: Mapping[str, Any] | None = None, **options: Any) -> Any:
         """`Session.send_request` (a server's own request: input from a handshake-era client),
         inside a telemetry span when there is one, with the trace context in `_meta`."""
-        telemetry = self.server.telemetry
+        telemetry = self.telemetry
         if telemetry is None or not telemetry.ready():
             return await super().send_request(method, params, **options)
         request_id = options.pop("request_id", None)
@@ -149,7 +154,7 @@ class ServerSession(Session):
         """Route the request and return the coroutine that serves it (inside a telemetry span when
         there is one). A plain function: no frame of its own on every request."""
         route = request.route if request.route is not None else self.route(request)
-        telemetry = self.server.telemetry
+        telemetry = self.telemetry
         if telemetry is not None and telemetry.ready():
             return self._traced(request, route, telemetry)
         return self._handle(request, route)
@@ -165,10 +170,29 @@ class ServerSession(Session):
             return result
 
     async def _handle(self, request: IncomingRequest, route: Route | Rejection) -> Any:
+        """`execute`, with the common case (no request middleware, a method that cannot become a
+        task) run here: the handler awaited in this frame, its result finished."""
         if isinstance(route, Rejection):
             raise route.error()
         try:
-            return await self.execute(request, route)
+            server = self.server
+            spec = route.spec
+            method = spec.method
+            if server.middleware.requests or method in server.tasks.augmented:
+                return await self.execute(request, route)
+            era = server.serving[route.era.name]
+            ctx: RequestContext[Any] = RequestContext(self, request, route.version, era, era.client_view(request, self))
+            era.open_input(ctx, spec)
+            handler = server.handlers[method]
+            params = route.params
+            try:
+                result = await handler(ctx, params)
+            except InputRequired as asked:
+                result = await self._input_rounds(ctx, spec, params, handler, asked)
+            else:
+                if isinstance(result, InputRequired):
+                    result = await self._input_rounds(ctx, spec, params, handler, result)
+            return self.finish(spec, ctx, result)
         except McpError:
             raise
         except Exception as exc:  # unexpected: a generic error with an id, the details in the log
@@ -217,29 +241,52 @@ class ServerSession(Session):
         if finished and result is finished[0]:
             answer: dict[str, Any] = result
             return answer
+        if type(result) is Built:  # the middleware may have changed what the runtime built: checked again
+            result = dict(result)
         return self.finish(spec, ctx, result)
 
     async def run_handler(self, ctx: RequestContext[Any], spec: MethodSpec, params: Any, handler: Any) -> Any:
         """Run a handler (again, while it asks for input the way the request's era does) and finish its result."""
-        return self.finish(spec, ctx, await self._run(ctx, spec, params, handler))
+        try:
+            result = await handler(ctx, params)
+        except InputRequired as asked:
+            result = await self._input_rounds(ctx, spec, params, handler, asked)
+        else:
+            if isinstance(result, InputRequired):
+                result = await self._input_rounds(ctx, spec, params, handler, result)
+        return self.finish(spec, ctx, result)
 
     async def _run(self, ctx: RequestContext[Any], spec: MethodSpec, params: Any, handler: Any) -> Any:
         """The handler's result, asking for input (and running it again) while it asks."""
+        try:
+            result = await handler(ctx, params)
+        except InputRequired as asked:
+            return await self._input_rounds(ctx, spec, params, handler, asked)
+        if isinstance(result, InputRequired):
+            return await self._input_rounds(ctx, spec, params, handler, result)
+        return result
+
+    async def _input_rounds(
+        self, ctx: RequestContext[Any], spec: MethodSpec, params: Any, handler: Any, asked: InputRequired
+    ) -> Any:
+        """Obtain what the handler asked for and run it again, while it asks; its final result."""
         era = ctx.serving
         rounds = 0
         while True:
+            rounds += 1
+            self.check_may_ask(spec, rounds)
+            check_input_capabilities(ctx, asked)
+            final = await era.ask_for_input(ctx, spec, asked)
+            if final is not None:
+                return final
             try:
                 result = await handler(ctx, params)
-                if not isinstance(result, InputRequired):
-                    return result
-                raise result
-            except InputRequired as asked:
-                rounds += 1
-                self.check_may_ask(spec, rounds)
-                check_input_capabilities(ctx, asked)
-                final = await era.ask_for_input(ctx, spec, asked)
-                if final is not None:
-                    return final
+            except InputRequired as again:
+                asked = again
+                continue
+            if not isinstance(result, InputRequired):
+                return result
+            asked = result
 
     def check_may_ask(self, spec: MethodSpec, rounds: int) -> None:
         """May `spec`'s handler ask for input (again, for the `rounds`-th time)? InternalError if not."""
@@ -254,19 +301,29 @@ class ServerSession(Session):
             )
 
     def finish(self, spec: MethodSpec, ctx: RequestContext, value: object) -> dict[str, Any]:
-        """Stamp and validate a handler's result (a dict or a model) as the wire object."""
+        """Stamp and validate a handler's result (a dict or a model) as the wire object. A result
+        the runtime built itself (`Built`: a tool's text or checked structured output) is
+        validated the first time its method is answered with one in a version (with the era's
+        stamps), and trusted from then on."""
         found = wire.to_wire(value)
         if not isinstance(found, dict):
             raise InternalError(f"the {spec.method} handler returned {type(value).__name__}, not a result object")
-        result = ctx.serving.stamp(spec, found, self.server)
-        if self.server.validate_results:
-            try:
-                spec.parse_result(result)
-            except ValidationError as exc:
-                log.error("%s produced an invalid result: %s", spec.method, exc)
-                raise InternalError(
-                    f"the server produced an invalid {spec.method} result: {validation_detail(exc)}"
-                ) from None
+        server = self.server
+        result = ctx.serving.stamp(spec, found, server)
+        if not server.validate_results:
+            return result
+        built = type(found) is Built
+        if built and (ctx.protocol_version, spec.method) in server.vouched_results:
+            return result
+        try:
+            spec.parse_result(result)
+        except ValidationError as exc:
+            log.error("%s produced an invalid result: %s", spec.method, exc)
+            raise InternalError(
+                f"the server produced an invalid {spec.method} result: {validation_detail(exc)}"
+            ) from None
+        if built:
+            server.vouched_results.add((ctx.protocol_version, spec.method))
         return result
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:

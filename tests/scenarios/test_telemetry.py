@@ -234,3 +234,36 @@ def test_a_global_provider_set_later_is_found_within_a_second(monkeypatch: pytes
     now[0] = 500.0
     assert instrumentation.ready() and len(looked) == 2, "found once, kept"
     provider.shutdown()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_connection_decides_when_it_opens(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session on a transport looks for an SDK once, when it starts: one configured later is
+    used by the next connection (a second or more later), and costs the open one nothing."""
+    from types import SimpleNamespace
+
+    from mcpgen.runtime.core import telemetry
+    from opentelemetry import metrics, trace
+    from opentelemetry.metrics._internal import _ProxyMeterProvider
+
+    now = [100.0]
+    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: now[0], perf_counter=lambda: now[0]))
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    configured = [False]
+    unset = trace.ProxyTracerProvider()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider if configured[0] else unset)
+    monkeypatch.setattr(metrics, "get_meter_provider", _ProxyMeterProvider)
+    server = Server("late")
+    server.add_tool(lambda: "x", name="x")
+    quiet = Telemetry(enabled=False)
+    async with Client(server, mode=mode, telemetry=quiet) as opened_before:
+        configured[0] = True  # an SDK is set up while the connection is open
+        now[0] += 5  # long after the last look
+        await opened_before.call_tool("x")
+        assert spans.get_finished_spans() == (), "the open connection decided when it started"
+    async with Client(server, mode=mode, telemetry=quiet) as opened_after:
+        await opened_after.call_tool("x")
+    assert "tools/call x" in [s.name for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    provider.shutdown()

@@ -128,6 +128,25 @@ async def test_request_middleware_may_answer_refuse_or_change(mode: str) -> None
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_a_result_request_middleware_changed_is_checked_again(mode: str) -> None:
+    """The runtime trusts the tool results it builds itself once one passed; one a middleware
+    changed in place is its own again, and checked."""
+
+    class Spoiler(Middleware):
+        async def on_request(self, request: RequestInfo, call_next: CallNext) -> Any:
+            result = await call_next()
+            if request.target == "divide":
+                result["content"] = [{"type": "no such content"}]
+            return result
+
+    async with connected(make_server(middleware=[Spoiler()]), mode=mode) as client:
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
+        with pytest.raises(McpError) as refused:
+            await client.call_tool("divide", {"a": 1, "b": 2})
+        assert refused.value.code == -32603 and "invalid tools/call result" in refused.value.message
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_tool_middleware_may_answer_refuse_or_change_arguments(mode: str) -> None:
     class Tools(Middleware):
         async def on_tool_call(self, call: ToolCall, call_next: CallNext) -> Any:

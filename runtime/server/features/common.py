@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from collections.abc import Callable, Collection
 from typing import Any
@@ -99,6 +100,22 @@ def is_content(value: Any, content_types: Collection[str]) -> bool:
 
 def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
+
+
+class Built(dict[str, Any]):
+    """A result object the runtime assembled itself from values it made or checked (a tool's text,
+    its checked structured output, an error message): the session need not validate it against
+    the table on every call (it checks the first of each kind, with the era's stamps)."""
+
+    __slots__ = ()
+
+
+_JSON_TEXT = json.JSONEncoder(ensure_ascii=False)
+
+
+def json_text(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False)`, with one encoder made once instead of one per call."""
+    return _JSON_TEXT.encode(value)
 
 
 _ANY_ADAPTER: TypeAdapter[Any] = TypeAdapter(Any)

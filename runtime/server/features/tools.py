@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
-import json
 import types
 import typing
 from collections.abc import Callable, Collection
@@ -34,7 +33,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ...protocol.errors import validation_detail
 from ...protocol.schema_check import SchemaCheck, defects
 from .calling import Callee, describe
-from .common import dump, hints, is_content, pydantic_json, text, wire_object, without_input_required
+from .common import Built, dump, hints, is_content, json_text, pydantic_json, text, wire_object, without_input_required
 from .content import is_media_type, media_block
 
 HEADER_KEYWORD = "x-mcp-header"
@@ -254,7 +253,7 @@ def make_tool(  # noqa: PLR0913 - every keyword is a documented option
 
 
 def error_result(message: str) -> dict[str, Any]:
-    return {"content": [text(message)], "isError": True}
+    return Built(content=[text(message)], isError=True)
 
 
 def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
@@ -275,7 +274,9 @@ def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
     problem = tool.output_check.problem(structured)
     if problem is not None:
         return error_result(f"tool {tool.name} returned output that does not match its outputSchema: {problem}")
-    return {"content": [text(json.dumps(structured, ensure_ascii=False))], "structuredContent": structured}
+    if not isinstance(structured, dict):  # not an object (a root model's list, say): the table says no
+        return {"content": [text(json_text(structured))], "structuredContent": structured}
+    return Built(content=[text(json_text(structured))], structuredContent=structured)
 
 
 def _checked(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
@@ -310,9 +311,9 @@ def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 -
     if tool.output_adapter is not None:
         return _structured(tool, value)
     if value is None:
-        return {"content": []}
+        return Built(content=[])
     if isinstance(value, str):
-        return {"content": [text(value)]}
+        return Built(content=[text(value)])
     block = media_block(value)
     if block is not None:
         return {"content": [block]}
@@ -321,7 +322,7 @@ def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 -
     if isinstance(value, (list, tuple)) and all(_is_content_value(v, tool.content_types) for v in value):
         return {"content": [_content_item(v) for v in value]}
     structured = pydantic_json(value)
-    result: dict[str, Any] = {"content": [text(json.dumps(structured, ensure_ascii=False))]}
+    result: dict[str, Any] = Built(content=[text(json_text(structured))])
     if isinstance(structured, dict):  # structured content is an object (2025-11-25 requires it)
         result["structuredContent"] = structured
     return result

@@ -192,6 +192,8 @@ class Chains:
 
 async def run_chain(hooks: Sequence[Callable[[Any, CallNext], Awaitable[Any]]], subject: Any, last: CallNext) -> Any:
     """Run `hooks` around `last`, the first outermost."""
+    if len(hooks) == 1:  # the usual case: the hook calls on straight into `last`
+        return await hooks[0](subject, last)
 
     async def step(index: int) -> Any:
         if index == len(hooks):
