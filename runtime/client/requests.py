@@ -129,8 +129,8 @@ class RequestPipeline:
         if spec.may_require_input and resolve_input and needs_input(result):
             if not self.client.inputs.drives:
                 raise InputError(
-                    f"{method}: the server asks for input and this client's driver is off (mrtr=False); "
-                    "call with resolve_input=False to answer it yourself (see retry())"
+                    f"{method}: the server asks for input and this client's driver is off "
+                    "(InputHandlers(drive=False)); call with resolve_input=False to answer it yourself (see retry())"
                 )
 
             async def send(retry_body: dict[str, Any] | None) -> Any:

@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.abc
+
 from ..core.session import IncomingRequest, Session
 from ..core.transport import Transport, TransportContext
 from ..protocol.capabilities import has_capability, missing_paths
@@ -37,6 +40,19 @@ class ClientSession(Session):
         self.version: str | None = None
         self.era: EraSpeaking | None = None
         self.listens: dict[str | int, Subscription] = {}
+        self.telemetry: Instrumentation | None = client.telemetry
+        """The instrumentation this session's requests are traced with (None: none). A session run
+        on a transport decides once, when it starts: without an SDK configured then, its requests
+        cost no telemetry check at all (the next connection sees an SDK set up later). A session
+        driven request by request keeps asking the instrumentation, which looks for an SDK once a
+        second until one is set."""
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """`Session.run`, with the telemetry decided for the connection first."""
+        telemetry = self.telemetry
+        if telemetry is not None and not telemetry.ready():
+            self.telemetry = None  # decided for this connection: nothing to trace
+        await super().run(task_status=task_status)
 
     @property
     def protocol_version(self) -> str | None:
@@ -59,7 +75,7 @@ class ClientSession(Session):
     ) -> Coroutine[Any, Any, Any]:
         """`Session.send_request`, inside the `on_request` hook and the telemetry span when there
         are. (A plain function returning the coroutine to await: no frame of its own otherwise.)"""
-        telemetry = self.client.telemetry
+        telemetry = self.telemetry
         traced = telemetry is not None and telemetry.ready()
         if self.client.hooks.on_request is None and not traced:
             return super().send_request(method, params, **options)
@@ -107,7 +123,7 @@ class ClientSession(Session):
         await super()._on_notification(method, params, context)
 
     async def handle_request(self, request: IncomingRequest) -> Any:
-        telemetry = self.client.telemetry
+        telemetry = self.telemetry
         if telemetry is None or not telemetry.ready():
             return await self._answer(request)
         with telemetry.handling(request.method, request.params, request.id, self.version, self.context.kind):

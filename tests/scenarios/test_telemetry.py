@@ -257,13 +257,46 @@ async def test_a_connection_decides_when_it_opens(mode: str, monkeypatch: pytest
     monkeypatch.setattr(metrics, "get_meter_provider", _ProxyMeterProvider)
     server = Server("late")
     server.add_tool(lambda: "x", name="x")
-    quiet = Telemetry(enabled=False)
-    async with Client(server, mode=mode, telemetry=quiet) as opened_before:
+    quiet = ClientHooks(telemetry=Telemetry(enabled=False))
+    async with Client(server, mode=mode, hooks=quiet) as opened_before:
         configured[0] = True  # an SDK is set up while the connection is open
         now[0] += 5  # long after the last look
         await opened_before.call_tool("x")
         assert spans.get_finished_spans() == (), "the open connection decided when it started"
-    async with Client(server, mode=mode, telemetry=quiet) as opened_after:
+    async with Client(server, mode=mode, hooks=quiet) as opened_after:
         await opened_after.call_tool("x")
     assert "tools/call x" in [s.name for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
+    provider.shutdown()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_client_connection_decides_when_it_opens(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client's side of the same rule: its session looks for an SDK once, when it starts, so
+    one configured later traces the next connection's calls, not the open one's."""
+    from types import SimpleNamespace
+
+    from mcpgen.runtime.core import telemetry
+    from opentelemetry import metrics, trace
+    from opentelemetry.metrics._internal import _ProxyMeterProvider
+
+    now = [100.0]
+    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: now[0], perf_counter=lambda: now[0]))
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    configured = [False]
+    unset = trace.ProxyTracerProvider()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider if configured[0] else unset)
+    monkeypatch.setattr(metrics, "get_meter_provider", _ProxyMeterProvider)
+    server = Server("late", diagnostics=Diagnostics(telemetry=Telemetry(enabled=False)))
+    server.add_tool(lambda: "x", name="x")
+    async with Client(server, mode=mode) as opened_before:
+        configured[0] = True  # an SDK is set up while the connection is open
+        now[0] += 5  # long after the last look
+        await opened_before.call_tool("x")
+        assert spans.get_finished_spans() == (), "the open connection decided when it started"
+    now[0] += 5
+    async with Client(server, mode=mode) as opened_after:
+        await opened_after.call_tool("x")
+    assert "tools/call x" in [s.name for s in spans.get_finished_spans() if s.kind == SpanKind.CLIENT]
     provider.shutdown()
