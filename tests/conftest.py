@@ -4,6 +4,7 @@ both anyio backends."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,13 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO / "schema"
 VERSIONS = ("2025-11-25", "2026-07-28")
+
+# The tests that press Ctrl-C on a command send SIGINT to a child process. A run started in the
+# background of a non-interactive shell (`cmd &`, nohup) ignores SIGINT, and a child inherits an
+# ignored signal across exec, so the command would never see it. Handling it here (as an
+# interactive run does) gives every child the default disposition.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _recorded_source() -> str | None:
