@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import copy
 import json
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -407,11 +408,11 @@ def reuse_from(code: str, reuse: Reuse, header: str) -> str:
     found: set[str] = set()
     dropped_last = False
     for node in tree.body:
-        names = _statement_names(node)
-        if (names and names <= wanted) or (dropped_last and _trails(node, wanted)):
+        names = statement_names(node)
+        if (names and wanted.issuperset(names)) or (dropped_last and trails(node, wanted)):
             first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
             drop[first] = node.end_lineno or node.lineno
-            found |= names
+            found.update(names)
             dropped_last = True
         else:
             dropped_last = False
@@ -434,9 +435,10 @@ def reuse_from(code: str, reuse: Reuse, header: str) -> str:
     return f"{header}\nfrom {reuse.module} import {imported}\n{text[len(header) :]}"
 
 
-def _trails(node: ast.stmt, names: set[str]) -> bool:
-    """Is `node` a statement that belongs to the definition before it: its docstring, or a call
-    applied to the defined name (a `TypedDict` written as a call: `with_config(...)(X)`)?"""
+def trails(node: ast.stmt, names: Container[str]) -> bool:
+    """Is `node` a statement that belongs to the definition before it (which defines `names`): its
+    docstring, or a call applied to the defined name (a `TypedDict` written as a call:
+    `with_config(...)(X)`)?"""
     if not isinstance(node, ast.Expr):
         return False
     value = node.value
@@ -451,15 +453,15 @@ def _trails(node: ast.stmt, names: set[str]) -> bool:
     )
 
 
-def _statement_names(node: ast.stmt) -> set[str]:
-    """The names a top-level class definition or assignment defines."""
+def statement_names(node: ast.stmt) -> list[str]:
+    """The names a top-level class definition or assignment defines, in order."""
     if isinstance(node, ast.ClassDef):
-        return {node.name}
+        return [node.name]
     if isinstance(node, ast.Assign):
-        return {t.id for t in node.targets if isinstance(t, ast.Name)}
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return {node.target.id}
-    return set()
+        return [node.target.id]
+    return []
 
 
 def tidy(code: str) -> tuple[str, set[str]]:
@@ -476,7 +478,7 @@ def tidy(code: str) -> tuple[str, set[str]]:
     """
     tree = ast.parse(code)
     replace: dict[int, tuple[int, str]] = {}  # first line -> (last line, replacement text)
-    used = _used_names(tree)
+    used = used_names(tree)
     defined = _defined_names(tree)
     for node in tree.body:
         last = node.end_lineno or node.lineno
@@ -518,14 +520,15 @@ def _defined_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _used_names(tree: ast.AST) -> set[str]:
-    """Every name the module reads, also inside string annotations (forward references).
+def used_names(*nodes: ast.AST) -> set[str]:
+    """Every name the nodes (a module, or some of its statements) read, also inside string
+    annotations (forward references).
 
     Strings are read as annotations only where one can stand: not docstrings and not keyword
     arguments (`Field(description=...)`), which would only cost time to parse.
     """
     used: set[str] = set()
-    todo: list[ast.AST] = [tree]
+    todo: list[ast.AST] = list(nodes)
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Name):
