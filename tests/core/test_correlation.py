@@ -10,7 +10,7 @@ import math
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -23,6 +23,8 @@ if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
 
 pytestmark = pytest.mark.anyio
+
+S = TypeVar("S", bound=Session)
 
 
 async def read(peer: Transport) -> dict[str, Any]:
@@ -38,6 +40,25 @@ async def send(peer: Transport, message: dict[str, Any]) -> None:
     await peer.send.send(Frame(json.dumps(message).encode()))
 
 
+async def answer(peer: Transport, request: dict[str, Any], **reply: Any) -> None:
+    """The peer answers `request` with `reply` (`result=...` or `error=...`)."""
+    await send(peer, {"jsonrpc": "2.0", "id": request["id"], **reply})
+
+
+def session_and_peer(kind: type[S], *, buffer: float = math.inf) -> tuple[S, Transport]:
+    """A session of `kind` on one end of a memory pair, and the other end, for the test to play the peer."""
+    ours, peer = memory_pair(buffer=buffer)
+    return kind(ours), peer
+
+
+async def ping_noting_timeout(session: Session, timeout: float, outcomes: list[str]) -> None:
+    """Call `ping` with `timeout`, noting "timeout" in `outcomes` when it times out."""
+    try:
+        await session.send_request("ping", timeout=timeout)
+    except RequestTimeout:
+        outcomes.append("timeout")
+
+
 @asynccontextmanager
 async def running(session: Session) -> AsyncIterator[anyio.abc.TaskGroup]:
     async with anyio.create_task_group() as tg:
@@ -47,8 +68,7 @@ async def running(session: Session) -> AsyncIterator[anyio.abc.TaskGroup]:
 
 
 async def test_a_call_that_times_out_tells_the_peer_and_is_forgotten() -> None:
-    ours, peer = memory_pair()
-    session = Session(ours)
+    session, peer = session_and_peer(Session)
     async with running(session):
         with pytest.raises(RequestTimeout, match=r"ping timed out after 0\.05 s"):
             await session.send_request("ping", timeout=0.05)
@@ -59,17 +79,16 @@ async def test_a_call_that_times_out_tells_the_peer_and_is_forgotten() -> None:
         assert cancelled["method"] == "notifications/cancelled"
         assert cancelled["params"]["requestId"] == request["id"]
         # A late answer to the forgotten call is ignored, and the next call is answered.
-        await send(peer, {"jsonrpc": "2.0", "id": request["id"], "result": {}})
+        await answer(peer, request, result={})
         async with anyio.create_task_group() as tg:
             tg.start_soon(session.send_request, "ping")
             second = await read(peer)
-            await send(peer, {"jsonrpc": "2.0", "id": second["id"], "result": {"n": 2}})
+            await answer(peer, second, result={"n": 2})
         assert session.pending == 0
 
 
 async def test_the_answer_comes_back_with_its_result_or_error() -> None:
-    ours, peer = memory_pair()
-    session = Session(ours)
+    session, peer = session_and_peer(Session)
     results: list[Any] = []
 
     async def call() -> None:
@@ -83,9 +102,9 @@ async def test_the_answer_comes_back_with_its_result_or_error() -> None:
         tg.start_soon(call)
         first = await read(peer)
         assert first["params"] == {"a": 1}
-        await send(peer, {"jsonrpc": "2.0", "id": first["id"], "result": {"ok": True}})
+        await answer(peer, first, result={"ok": True})
         second = await read(peer)
-        await send(peer, {"jsonrpc": "2.0", "id": second["id"], "error": {"code": -32000, "message": "nope"}})
+        await answer(peer, second, error={"code": -32000, "message": "nope"})
     assert results[0] == {"ok": True}
     assert getattr(results[1], "code", None) == -32000
 
@@ -103,9 +122,9 @@ class Forward(ReplyRoute):
 
 
 async def test_a_call_on_a_reply_route_goes_that_way_and_is_answered() -> None:
-    ours, peer = memory_pair()
-    session = Session(ours)
-    route = Forward(ours)
+    session, peer = session_and_peer(Session)
+    assert session.transport is not None
+    route = Forward(session.transport)
     results: list[Any] = []
 
     async def call() -> None:
@@ -115,44 +134,28 @@ async def test_a_call_on_a_reply_route_goes_that_way_and_is_answered() -> None:
         tg.start_soon(call)
         request = await read(peer)
         assert request["method"] == "elicitation/create" and route.sent == 1
-        await send(peer, {"jsonrpc": "2.0", "id": request["id"], "result": {"a": 2}})
+        await answer(peer, request, result={"a": 2})
     assert results == [{"a": 2}]
     assert session.pending == 0
 
 
 async def test_the_deadline_covers_a_send_that_waits_for_room() -> None:
-    ours, peer = memory_pair(buffer=1)  # the peer never reads: the second request finds no room
-    session = Session(ours)
+    session, peer = session_and_peer(Session, buffer=1)  # the peer never reads: the second request finds no room
     outcomes: list[str] = []
-
-    async def call() -> None:
-        try:
-            await session.send_request("ping", timeout=0.1)
-        except RequestTimeout:
-            outcomes.append("timeout")
-
     async with running(session):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            tg.start_soon(call)
+            tg.start_soon(ping_noting_timeout, session, 0.1, outcomes)
+            tg.start_soon(ping_noting_timeout, session, 0.1, outcomes)
         assert outcomes == ["timeout", "timeout"]
         assert session.pending == 0
     del peer
 
 
 async def test_an_authorization_stops_the_deadline_and_restarts_it_in_full() -> None:
-    ours, peer = memory_pair()
-    session = Session(ours)
+    session, peer = session_and_peer(Session)
     outcome: list[str] = []
-
-    async def call() -> None:
-        try:
-            await session.send_request("ping", timeout=0.5)
-        except RequestTimeout:
-            outcome.append("timeout")
-
     async with running(session), anyio.create_task_group() as tg:
-        tg.start_soon(call)
+        tg.start_soon(ping_noting_timeout, session, 0.5, outcome)
         request = await read(peer)
         (pending,) = session.calls.pending.values()
         assert pending.limit == 0.5 and pending.deadline.deadline < math.inf
@@ -173,8 +176,7 @@ async def test_an_authorization_stops_the_deadline_and_restarts_it_in_full() -> 
 
 
 async def test_a_cancelled_caller_tells_the_peer() -> None:
-    ours, peer = memory_pair()
-    session = Session(ours)
+    session, peer = session_and_peer(Session)
     async with running(session):
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:
@@ -189,8 +191,7 @@ async def test_a_cancelled_caller_tells_the_peer() -> None:
 
 
 async def test_the_end_of_the_connection_fails_a_waiting_call() -> None:
-    ours, peer = memory_pair()
-    session = Session(ours)
+    session, peer = session_and_peer(Session)
     failures: list[BaseException] = []
 
     async def call() -> None:
@@ -226,29 +227,29 @@ class Waiting(Session):
 
 
 async def test_a_cancelled_session_cancels_the_requests_it_runs() -> None:
-    ours, peer = memory_pair()
-    session = Waiting(ours)
+    session, peer = session_and_peer(Waiting)
     async with anyio.create_task_group() as tg:
-        await tg.start(session.run)
-        await send(peer, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
-        with anyio.fail_after(5):
-            await session.started.wait()
+        await serving_a_ping(tg, session, peer)
         tg.cancel_scope.cancel()
     assert session.stopped == [1]
     assert session.in_flight == 0
 
 
 async def test_a_request_still_running_at_the_end_of_the_stream_is_cancelled_without_an_answer() -> None:
-    ours, peer = memory_pair()
-    session = Waiting(ours)
+    session, peer = session_and_peer(Waiting)
     async with anyio.create_task_group() as tg:
-        await tg.start(session.run)
-        await send(peer, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
-        with anyio.fail_after(5):
-            await session.started.wait()
+        await serving_a_ping(tg, session, peer)
         await peer.send.aclose()  # the end of the stream: run() returns once the request is over
     assert session.stopped == [1]
     assert session.in_flight == 0
+
+
+async def serving_a_ping(tg: anyio.abc.TaskGroup, session: Waiting, peer: Transport) -> None:
+    """Run `session` in `tg` and have the peer send it a `ping` (id 1), which it starts serving."""
+    await tg.start(session.run)
+    await send(peer, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    with anyio.fail_after(5):
+        await session.started.wait()
 
 
 class Failing(Session):
@@ -259,8 +260,7 @@ class Failing(Session):
 
 
 async def test_a_request_task_that_fails_fails_the_session() -> None:
-    ours, peer = memory_pair()
-    session = Failing(ours)
+    session, peer = session_and_peer(Failing)
     with pytest.raises(BaseExceptionGroup) as caught:
         async with anyio.create_task_group() as tg:
             await tg.start(session.run)
