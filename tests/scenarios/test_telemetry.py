@@ -236,67 +236,70 @@ def test_a_global_provider_set_later_is_found_within_a_second(monkeypatch: pytes
     provider.shutdown()
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_a_connection_decides_when_it_opens(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A session on a transport looks for an SDK once, when it starts: one configured later is
-    used by the next connection (a second or more later), and costs the open one nothing."""
+@dataclass
+class LateSdk:
+    """An OpenTelemetry SDK not configured yet: the global providers are the API's proxies until
+    `configure()`, and telemetry's clock stands still until `advance()` moves it."""
+
+    spans: InMemorySpanExporter
+    now: float = 100.0
+    configured: bool = False
+
+    def configure(self) -> None:
+        self.configured = True
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def late_sdk(monkeypatch: pytest.MonkeyPatch) -> Iterator[LateSdk]:
     from types import SimpleNamespace
 
     from mcpgen.runtime.core import telemetry
     from opentelemetry import metrics, trace
     from opentelemetry.metrics._internal import _ProxyMeterProvider
 
-    now = [100.0]
-    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: now[0], perf_counter=lambda: now[0]))
-    spans = InMemorySpanExporter()
+    sdk = LateSdk(InMemorySpanExporter())
+    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: sdk.now, perf_counter=lambda: sdk.now))
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(spans))
-    configured = [False]
+    provider.add_span_processor(SimpleSpanProcessor(sdk.spans))
     unset = trace.ProxyTracerProvider()
-    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider if configured[0] else unset)
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider if sdk.configured else unset)
     monkeypatch.setattr(metrics, "get_meter_provider", _ProxyMeterProvider)
+    yield sdk
+    provider.shutdown()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_connection_decides_when_it_opens(mode: str, late_sdk: LateSdk) -> None:
+    """A session on a transport looks for an SDK once, when it starts: one configured later is
+    used by the next connection (a second or more later), and costs the open one nothing."""
     server = Server("late")
     server.add_tool(lambda: "x", name="x")
     quiet = ClientHooks(telemetry=Telemetry(enabled=False))
     async with Client(server, mode=mode, hooks=quiet) as opened_before:
-        configured[0] = True  # an SDK is set up while the connection is open
-        now[0] += 5  # long after the last look
+        late_sdk.configure()  # an SDK is set up while the connection is open
+        late_sdk.advance(5)  # long after the last look
         await opened_before.call_tool("x")
-        assert spans.get_finished_spans() == (), "the open connection decided when it started"
+        assert late_sdk.spans.get_finished_spans() == (), "the open connection decided when it started"
     async with Client(server, mode=mode, hooks=quiet) as opened_after:
         await opened_after.call_tool("x")
-    assert "tools/call x" in [s.name for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER]
-    provider.shutdown()
+    assert "tools/call x" in [s.name for s in late_sdk.spans.get_finished_spans() if s.kind == SpanKind.SERVER]
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_client_connection_decides_when_it_opens(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_client_connection_decides_when_it_opens(mode: str, late_sdk: LateSdk) -> None:
     """The client's side of the same rule: its session looks for an SDK once, when it starts, so
     one configured later traces the next connection's calls, not the open one's."""
-    from types import SimpleNamespace
-
-    from mcpgen.runtime.core import telemetry
-    from opentelemetry import metrics, trace
-    from opentelemetry.metrics._internal import _ProxyMeterProvider
-
-    now = [100.0]
-    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: now[0], perf_counter=lambda: now[0]))
-    spans = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(spans))
-    configured = [False]
-    unset = trace.ProxyTracerProvider()
-    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider if configured[0] else unset)
-    monkeypatch.setattr(metrics, "get_meter_provider", _ProxyMeterProvider)
     server = Server("late", diagnostics=Diagnostics(telemetry=Telemetry(enabled=False)))
     server.add_tool(lambda: "x", name="x")
     async with Client(server, mode=mode) as opened_before:
-        configured[0] = True  # an SDK is set up while the connection is open
-        now[0] += 5  # long after the last look
+        late_sdk.configure()  # an SDK is set up while the connection is open
+        late_sdk.advance(5)  # long after the last look
         await opened_before.call_tool("x")
-        assert spans.get_finished_spans() == (), "the open connection decided when it started"
-    now[0] += 5
+        assert late_sdk.spans.get_finished_spans() == (), "the open connection decided when it started"
+    late_sdk.advance(5)
     async with Client(server, mode=mode) as opened_after:
         await opened_after.call_tool("x")
-    assert "tools/call x" in [s.name for s in spans.get_finished_spans() if s.kind == SpanKind.CLIENT]
-    provider.shutdown()
+    assert "tools/call x" in [s.name for s in late_sdk.spans.get_finished_spans() if s.kind == SpanKind.CLIENT]
