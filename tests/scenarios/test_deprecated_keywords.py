@@ -27,6 +27,7 @@ from mcpgen.runtime import (
     ServerLimits,
     Telemetry,
     Timeouts,
+    Transport,
     memory_pair,
     visible_by_scopes,
 )
@@ -213,9 +214,6 @@ CLIENT_KEYWORDS: list[tuple[str, Any, str, Callable[[Client], bool]]] = [
     ),
 ]
 
-SERVER_IDS = [k[0] for k in SERVER_KEYWORDS]
-CLIENT_IDS = [k[0] for k in CLIENT_KEYWORDS]
-
 # the group each old keyword moved into, given too: which was meant is not clear
 SERVER_GROUPS = {
     "advertising": ServerAdvertising(),
@@ -237,66 +235,80 @@ def deprecations(caught: Any) -> list[warnings.WarningMessage]:
     return [w for w in caught if issubclass(w.category, DeprecationWarning)]
 
 
-def group_of(spelling: str) -> str:
-    return spelling.split("(", 1)[1].split("=", 1)[0]
+def the_one_deprecation(caught: Any, message: str) -> warnings.WarningMessage:
+    """The one deprecation warning caught, which says `message`."""
+    found = deprecations(caught)
+    assert [str(w.message) for w in found] == [message]
+    return found[0]
 
 
-@pytest.mark.parametrize(
-    ("keyword", "value", "spelling", "landed"), SERVER_KEYWORDS, ids=[k[0] for k in SERVER_KEYWORDS]
-)
+def both_spellings(keyword: str, value: Any, spelling: str, groups: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Keywords giving an old `keyword` and the group it moved into (from `groups`), and the
+    refusal they meet (a pattern)."""
+    group = spelling.split("(", 1)[1].split("=", 1)[0]
+    refusal = rf"got both {group}= and the deprecated {keyword}=; use {group}= only"
+    return {group: groups[group], keyword: value}, refusal
+
+
+def cases(table: list[Any], fields: int) -> list[Any]:
+    """The first `fields` fields of each row of `table` as parameters, named by the keyword."""
+    return [pytest.param(*row[:fields], id=row[0]) for row in table]
+
+
+@pytest.fixture
+def transport() -> Transport:
+    """A transport for a `Client` that is made and never connected."""
+    return memory_pair()[0]
+
+
+@pytest.mark.parametrize(("keyword", "value", "spelling", "landed"), cases(SERVER_KEYWORDS, 4))
 def test_each_old_server_keyword_warns_and_lands_in_its_group(
     keyword: str, value: Any, spelling: str, landed: Callable[[Server[Any]], bool]
 ) -> None:
     with pytest.warns(DeprecationWarning) as caught:
         server = Server("old", **{keyword: value})
-    found = deprecations(caught)
-    assert [str(w.message) for w in found] == [f"Server({keyword}=...) is deprecated; use {spelling}"]
-    assert found[0].filename == __file__, "the warning points at the code that called Server(...)"
+    warning = the_one_deprecation(caught, f"Server({keyword}=...) is deprecated; use {spelling}")
+    assert warning.filename == __file__, "the warning points at the code that called Server(...)"
     assert landed(server)
 
 
-@pytest.mark.parametrize(
-    ("keyword", "value", "spelling", "landed"), CLIENT_KEYWORDS, ids=[k[0] for k in CLIENT_KEYWORDS]
-)
+@pytest.mark.parametrize(("keyword", "value", "spelling", "landed"), cases(CLIENT_KEYWORDS, 4))
 def test_each_old_client_keyword_warns_and_lands_in_its_group(
-    keyword: str, value: Any, spelling: str, landed: Callable[[Client], bool]
+    keyword: str, value: Any, spelling: str, landed: Callable[[Client], bool], transport: Transport
 ) -> None:
     with pytest.warns(DeprecationWarning) as caught:
-        client = Client(memory_pair()[0], **{keyword: value})
-    found = deprecations(caught)
-    assert [str(w.message) for w in found] == [f"Client({keyword}=...) is deprecated; use {spelling}"]
-    assert found[0].filename == __file__, "the warning points at the code that called Client(...)"
+        client = Client(transport, **{keyword: value})
+    warning = the_one_deprecation(caught, f"Client({keyword}=...) is deprecated; use {spelling}")
+    assert warning.filename == __file__, "the warning points at the code that called Client(...)"
     assert landed(client)
 
 
-@pytest.mark.parametrize(
-    ("keyword", "value", "spelling"), [k[:3] for k in SERVER_KEYWORDS], ids=[k[0] for k in SERVER_KEYWORDS]
-)
+@pytest.mark.parametrize(("keyword", "value", "spelling"), cases(SERVER_KEYWORDS, 3))
 def test_an_old_server_keyword_with_its_new_group_is_refused(keyword: str, value: Any, spelling: str) -> None:
-    group = group_of(spelling)
-    with pytest.raises(TypeError, match=rf"got both {group}= and the deprecated {keyword}=; use {group}= only"):
-        Server("both", **{group: SERVER_GROUPS[group], keyword: value})
+    given, refusal = both_spellings(keyword, value, spelling, SERVER_GROUPS)
+    with pytest.raises(TypeError, match=refusal):
+        Server("both", **given)
 
 
-@pytest.mark.parametrize(
-    ("keyword", "value", "spelling"), [k[:3] for k in CLIENT_KEYWORDS], ids=[k[0] for k in CLIENT_KEYWORDS]
-)
-def test_an_old_client_keyword_with_its_new_group_is_refused(keyword: str, value: Any, spelling: str) -> None:
-    group = group_of(spelling)
-    with pytest.raises(TypeError, match=rf"got both {group}= and the deprecated {keyword}=; use {group}= only"):
-        Client(memory_pair()[0], **{group: CLIENT_GROUPS[group], keyword: value})
+@pytest.mark.parametrize(("keyword", "value", "spelling"), cases(CLIENT_KEYWORDS, 3))
+def test_an_old_client_keyword_with_its_new_group_is_refused(
+    keyword: str, value: Any, spelling: str, transport: Transport
+) -> None:
+    given, refusal = both_spellings(keyword, value, spelling, CLIENT_GROUPS)
+    with pytest.raises(TypeError, match=refusal):
+        Client(transport, **given)
 
 
-def test_two_old_keywords_for_one_field_are_refused() -> None:
+def test_two_old_keywords_for_one_field_are_refused(transport: Transport) -> None:
     twice = re.escape("got both caching= and cache_ttl_ms= (both deprecated); use advertising= only")
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match=twice):
         Server("twice", caching=Caching(), cache_ttl_ms=3)
     twice = re.escape("got both limits= and max_pages= (both deprecated); use checks= only")
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match=twice):
-        Client(memory_pair()[0], limits=ClientLimits(), max_pages=3)
+        Client(transport, limits=ClientLimits(), max_pages=3)
 
 
-def test_old_keywords_together_land_in_one_group() -> None:
+def test_old_keywords_together_land_in_one_group(transport: Transport) -> None:
     with pytest.warns(DeprecationWarning) as caught:
         server = Server("many", title="T", logging=False, cache_scope="public", visibility=visible_by_scopes)
     assert len(deprecations(caught)) == 4
@@ -304,30 +316,30 @@ def test_old_keywords_together_land_in_one_group() -> None:
         title="T", logging=False, caching=Caching(scope="public"), visibility=visible_by_scopes
     )
     with pytest.warns(DeprecationWarning) as caught:
-        client = Client(memory_pair()[0], client_info=INFO, log_level="info", tasks=True, request_timeout=3)
+        client = Client(transport, client_info=INFO, log_level="info", tasks=True, request_timeout=3)
     assert len(deprecations(caught)) == 4
     assert client.advertising == ClientAdvertising(info=INFO, log_level="info", tasks=True)
     assert client.timeouts == Timeouts(request=3)
 
 
-def test_the_old_limits_attribute_reads_the_checks() -> None:
-    client = Client(memory_pair()[0], checks=ClientChecks(max_pages=4, max_message_bytes=99, max_input_rounds=2))
+def test_the_old_limits_attribute_reads_the_checks(transport: Transport) -> None:
+    client = Client(transport, checks=ClientChecks(max_pages=4, max_message_bytes=99, max_input_rounds=2))
     with pytest.warns(DeprecationWarning, match=re.escape("Client.limits is deprecated; use Client.checks")):
         assert client.limits == ClientLimits(max_pages=4, max_message_bytes=99, max_input_rounds=2)
 
 
-def test_a_misspelt_keyword_is_still_a_type_error() -> None:
+def test_a_misspelt_keyword_is_still_a_type_error(transport: Transport) -> None:
     with pytest.raises(TypeError, match=re.escape("Client() got an unexpected keyword argument 'client_inf'")):
-        Client(memory_pair()[0], client_inf=INFO)  # type: ignore[call-arg]
+        Client(transport, client_inf=INFO)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match=re.escape("Server() got an unexpected keyword argument 'titel'")):
         Server("typo", titel="T")  # type: ignore[call-arg]
 
 
-def test_a_bad_log_level_is_refused_in_either_spelling() -> None:
+def test_a_bad_log_level_is_refused_in_either_spelling(transport: Transport) -> None:
     with pytest.raises(ValueError, match="log_level must be one of"):
         ClientAdvertising(log_level="loud")
     with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="log_level must be one of"):
-        Client(memory_pair()[0], log_level="loud")
+        Client(transport, log_level="loud")
 
 
 def test_the_new_spellings_are_quiet() -> None:
