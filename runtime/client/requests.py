@@ -141,7 +141,9 @@ class RequestPipeline:
 
     def _check_params(self, spec: Any, body: dict[str, Any] | None) -> None:
         """Validate the params of a request (ValidationError/ValueError when they are not valid);
-        a `_meta` equal to one checked before is not checked again."""
+        a `_meta` equal to one checked before is not checked again. Equal, not the same object:
+        the client's `_meta` is built anew for each call from settings changed in place
+        (`client_info`), and a caller's or a request hook's dict may change between calls."""
         model = spec.params
         meta = body.get("_meta") if body is not None else None
         if not isinstance(meta, dict) or not isinstance(model, type) or not issubclass(model, BaseModel):
