@@ -85,23 +85,6 @@ class _State(Generic[T]):
     def queued(self) -> int:
         return len(self.items) - self.head
 
-    def take(self) -> T:
-        """The first queued item (there is one)."""
-        items = self.items
-        head = self.head
-        item: T = items[head]
-        head += 1
-        if head == len(items):
-            items.clear()  # drained: the list gives its storage back
-            head = 0
-        elif head >= COMPACT_AT and head * 2 >= len(items):
-            del items[:head]  # a long queue read from the front: drop what was taken
-            head = 0
-        else:
-            items[head - 1] = None  # the taken item is not held
-        self.head = head
-        return item
-
     def clear(self) -> None:
         self.items.clear()
         self.head = 0
@@ -202,8 +185,20 @@ class PipeReceive(ObjectReceiveStream[T]):
         state = self._state
         if self._closed:
             raise anyio.ClosedResourceError
-        if state.items:
-            item = state.take()
+        items = state.items
+        if items:
+            head = state.head
+            item: T = items[head]
+            head += 1
+            if head == len(items):
+                items.clear()  # drained: the list gives its storage back
+                head = 0
+            elif head >= COMPACT_AT and head * 2 >= len(items):
+                del items[:head]  # a long queue read from its front: drop what was taken
+                head = 0
+            else:
+                items[head - 1] = None  # the taken item is not held
+            state.head = head
             if state.senders:
                 state.wake_sender()
             return item
