@@ -1,8 +1,15 @@
 """Memory per idle session: many connected, idle client/server pairs in one process, measured with
-tracemalloc (Python allocations), mcpgen against the official SDK's in-process client, each session
-having made one call of a sync tool (`def`) or of an async tool (`async def`).
+tracemalloc (Python allocations), mcpgen against the official SDK's in-process client, both eras,
+each session having made one call of a sync tool (`def`) or of an async tool (`async def`).
 
-    python bench/bench_memory.py [--sessions 200]
+Both libraries are measured the same way, in the same run: one server per library; one session
+first (a call of the tool, then closed) warms up what a process makes once (code paths, compiled
+validators, shared tables, thread pools), so one-time caches are not counted; then N sessions are
+opened side by side, each makes its call and stays connected with nothing in flight, and the
+growth of the traced memory between a snapshot before and one after (garbage collected at both)
+divided by N is the cost of one idle session, client and server side together.
+
+    python bench/bench_memory.py [--sessions 200] [--eras handshake,modern] [--tools sync,async]
 """
 
 from __future__ import annotations
@@ -37,11 +44,13 @@ async def per_session(side: str, mode: str, kind: str, sessions: int) -> tuple[f
     return grown / sessions, where
 
 
-def main(sessions: int) -> None:
+def main(sessions: int, eras: list[str], tools: list[str]) -> None:
     tracemalloc.start()
     rows = []
     for era, mode in ERAS.items():
-        for kind in KINDS:
+        if not any(era.startswith(word) for word in eras):
+            continue
+        for kind in tools:
             measured = {side: anyio.run(per_session, side, mode, kind, sessions) for side in SIDES}
             (mine, ours_where), (theirs, theirs_where) = measured["mcpgen"], measured["official"]
             rows.append(
@@ -62,8 +71,9 @@ def main(sessions: int) -> None:
         "rows": rows,
         "command": command(),
         "notes": [
-            f"{sessions} sessions of Client(server) to one server per side, each after one call, all open at once;"
-            " Python allocations (client and server side together)"
+            f"{sessions} sessions of Client(server) to one server per side, each after one call, all open at once"
+            " and idle; after one warm-up session (one-time caches not counted); Python allocations (client and"
+            " server side together), the traced growth divided by the sessions"
         ],
     }
     save_tables("memory", [table])
@@ -72,4 +82,7 @@ def main(sessions: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=200)
-    main(parser.parse_args().sessions)
+    parser.add_argument("--eras", default="handshake,modern", help="comma-separated: handshake, modern")
+    parser.add_argument("--tools", default=",".join(KINDS), help="comma-separated: " + ", ".join(KINDS))
+    args = parser.parse_args()
+    main(args.sessions, args.eras.split(","), args.tools.split(","))

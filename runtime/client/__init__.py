@@ -36,7 +36,6 @@ from ..core.telemetry import instrument
 from ..core.transport import Connector, Servable, Transport
 from ..core.worker import call
 from ..protocol.capabilities import merge_capabilities
-from ..protocol.eras import Eras
 from ..protocol.errors import ConnectionClosed
 from ..protocol.keys import (
     CLIENT_CAPABILITIES_KEY,
@@ -49,7 +48,7 @@ from ..protocol.keys import (
 from ..protocol.negotiation import AUTO, HANDSHAKE_MODE, LEGACY_MODE
 from ..protocol.tables import VersionRegistry
 from .calls import OutputChecker, TypedCalls
-from .eras import EraSpeaking, speaking
+from .eras import EraSpeaking, tables_for
 from .input import InputAnswerer, check_callback, root
 from .negotiation import negotiate
 from .options import (
@@ -145,9 +144,9 @@ class Client(TypedCalls):
             deprecated,
         )
         declared = options.advertising
-        self.registry = registry if isinstance(registry, VersionRegistry) else VersionRegistry(registry)
-        self.eras = Eras(self.registry)
-        self.speaking = speaking(self.eras)
+        self.registry, self.eras, self.speaking = tables_for(
+            registry if isinstance(registry, VersionRegistry) or registry is None else VersionRegistry(registry)
+        )
         self.versions = self.registry.check_versions(versions)
         if mode == LEGACY_MODE:
             warnings.warn(

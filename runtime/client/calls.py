@@ -10,6 +10,7 @@ cannot be used (a `$ref` to nothing) is a `StructuredOutputError` too, never the
 from __future__ import annotations
 
 import abc
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, overload
@@ -56,6 +57,27 @@ class ToolLister(Protocol):
     def tools(self) -> AsyncIterator[Tool]: ...
 
 
+SHARED_CHECKS = 256  # compiled output schemas kept for the clients of a process (the least recently used go)
+_checks: dict[str, SchemaCheck] = {}
+
+
+def shared_check(schema: dict[str, Any]) -> SchemaCheck:
+    """The compiled check of `schema`, shared by the clients of this process: one per schema (by
+    its canonical JSON), the `SHARED_CHECKS` last used kept (a compiled check holds no state of a
+    call or a client)."""
+    try:
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):  # not JSON text as it is (it came off the wire: not expected)
+        return SchemaCheck(schema)
+    check = _checks.pop(key, None)
+    if check is None:
+        check = SchemaCheck(schema)
+        while len(_checks) >= SHARED_CHECKS:
+            del _checks[next(iter(_checks))]
+    _checks[key] = check  # (again) the most recently used
+    return check
+
+
 class OutputChecker:
     """Checks structured tool output against each tool's `outputSchema`, learned from listing tools."""
 
@@ -72,7 +94,7 @@ class OutputChecker:
     def learn(self, tool: Any) -> None:
         schema = wire.to_wire(getattr(tool, "output_schema", None))
         if isinstance(schema, dict):
-            self._validators[tool.name] = SchemaCheck(schema)
+            self._validators[tool.name] = shared_check(schema)
 
     async def check(self, name: str, result: Any) -> None:
         """Raise `StructuredOutputError` if `result`'s structured content does not fit the tool's schema."""

@@ -8,6 +8,7 @@ here, one `EraSpeaking` per rules class (see `server.eras` for the server's side
 from __future__ import annotations
 
 import abc
+import weakref
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -16,6 +17,7 @@ from ..core.session import Timeout
 from ..protocol.capabilities import has_capability
 from ..protocol.eras import LIVENESS_METHOD, EraRules, Eras, HandshakeRules, ModernRules
 from ..protocol.negotiation import DISCOVER_METHOD
+from ..protocol.tables import VersionRegistry
 from .subscriptions import ListenRequest, Subscription, listen_stream, pushed_subscription
 
 if TYPE_CHECKING:
@@ -123,3 +125,22 @@ def speaking(eras: Eras) -> dict[str, EraSpeaking]:
             raise LookupError(f"the client has no strategy for the era {rules.name!r}")
         found[rules.name] = strategy(rules)
     return found
+
+
+_shared: weakref.WeakKeyDictionary[VersionRegistry, tuple[Eras, dict[str, EraSpeaking]]] = weakref.WeakKeyDictionary()
+_default: list[VersionRegistry] = []  # the registry of mcpgen's own tree, once made
+
+
+def tables_for(registry: VersionRegistry | None) -> tuple[VersionRegistry, Eras, dict[str, EraSpeaking]]:
+    """The registry a client speaks with (None: mcpgen's own tree), its eras and the client's
+    strategy for each: made once per registry and shared by its clients (none of them holds
+    state of a client)."""
+    if registry is None:
+        if not _default:
+            _default.append(VersionRegistry())
+        registry = _default[0]
+    shared = _shared.get(registry)
+    if shared is None:
+        eras = Eras(registry)
+        shared = _shared[registry] = (eras, speaking(eras))
+    return registry, *shared

@@ -66,13 +66,8 @@ class RequestPipeline:
 
     def __init__(self, client: PipelineHost) -> None:
         self.client = client
-        self._renewal = anyio.Lock()
+        self._renewal: anyio.Lock | None = None  # made when a session is first renewed
         self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)
-        # The `_meta` of our requests is the same from call to call: checked once per params model,
-        # then handed to validation as the model it became (params model -> (its field for `_meta`,
-        # the `_meta` checked, as a copy, and its model)).
-        self._meta_fields: dict[Any, str | None] = {}
-        self._checked_meta: dict[Any, tuple[dict[str, Any], Any]] = {}
 
     def spec(self, method: str) -> Any:
         """The table row of `method` for the negotiated version (with the extensions this client
@@ -150,28 +145,21 @@ class RequestPipeline:
             spec.parse_params(body)
             return
         assert body is not None
-        checked = self._checked_meta.get(model)
+        checked = _checked_meta.get(model)
         if checked is not None and checked[0] == meta:
             spec.parse_params({**body, "_meta": checked[1]})  # a model instance is taken as it is
             return
         parsed = spec.parse_params(body)
-        name = self._meta_field(model)
+        name = _meta_field(model)
         if name is not None:
             value = getattr(parsed, name, None)
             if isinstance(value, BaseModel):
-                self._checked_meta[model] = (copy.deepcopy(meta), value)
-
-    def _meta_field(self, model: type[BaseModel]) -> str | None:
-        """The field of a params model that holds `_meta` (None: it has none)."""
-        if model not in self._meta_fields:
-            self._meta_fields[model] = next(
-                (name for name, info in model.model_fields.items() if "_meta" in (info.alias, info.validation_alias)),
-                None,
-            )
-        return self._meta_fields[model]
+                _checked_meta[model] = (copy.deepcopy(meta), value)
 
     async def _new_session(self, sessions: int) -> None:
         """The server ended the session: negotiate a new one (once, however many calls noticed)."""
+        if self._renewal is None:
+            self._renewal = anyio.Lock()
         async with self._renewal:
             if self._sessions != sessions:
                 return  # another call renewed it already
@@ -227,6 +215,25 @@ class RequestPipeline:
         spec = self.spec(method)
         body = self.client.speaks.params_for(self.client, self.client.protocol_version, params) or {}
         return await self._send(spec, retry_params(body, result, responses), DEFAULT, None)
+
+
+# The `_meta` of a client's requests is the same from call to call (and mostly the same for every
+# client of a process): checked once per params model, then handed to validation as the model it
+# became. Shared by the clients of the process (params model -> the `_meta` checked last, as a copy,
+# and its model): a client whose `_meta` differs from the last one checked has its own checked
+# again, and is the one remembered then. The parsed model is only read (validation takes it as it is).
+_checked_meta: dict[Any, tuple[dict[str, Any], Any]] = {}
+_meta_fields: dict[Any, str | None] = {}
+
+
+def _meta_field(model: type[BaseModel]) -> str | None:
+    """The field of a params model that holds `_meta` (None: it has none)."""
+    if model not in _meta_fields:
+        _meta_fields[model] = next(
+            (name for name, info in model.model_fields.items() if "_meta" in (info.alias, info.validation_alias)),
+            None,
+        )
+    return _meta_fields[model]
 
 
 _warned: set[tuple[str, str]] = set()

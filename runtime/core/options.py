@@ -57,6 +57,26 @@ def _set(obj: Any, path: tuple[str, ...], value: Any) -> Any:
     return dataclasses.replace(obj, **{head: _set(getattr(obj, head), rest, value) if rest else value})
 
 
+_defaults: dict[type[Any], Any] = {}
+
+
+def default_group(kind: type[Any]) -> Any:
+    """`kind()`: one instance shared by every owner when the group is frozen and its defaults are
+    plain values (no field with a default factory), a new one otherwise."""
+    shared = _defaults.get(kind)
+    if shared is not None:
+        return shared
+    made = kind()
+    params = getattr(kind, "__dataclass_params__", None)
+    if (
+        params is not None
+        and params.frozen
+        and all(f.default_factory is dataclasses.MISSING for f in dataclasses.fields(kind))
+    ):
+        _defaults[kind] = made
+    return made
+
+
 def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return a[: len(b)] == b or b[: len(a)] == a
 
@@ -80,7 +100,7 @@ def resolve_groups(
     resolved: dict[str, Any] = {}
     for name, kind in kinds.items():
         given = groups.get(name)
-        resolved[name] = kind() if given is None else given
+        resolved[name] = default_group(kind) if given is None else given
     placed: dict[tuple[str, ...], str] = {}
     for keyword, value in deprecated.items():
         moved = moves.get(keyword)

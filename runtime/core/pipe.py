@@ -3,11 +3,13 @@
 `pipe(buffer)` returns a connected (send, receive) pair with the semantics of anyio's memory
 object streams (`send` waits while `buffer` items are queued; `EndOfStream` once the sending
 side closed and the queue is drained, `ClosedResourceError` on a closed end, `BrokenResourceError`
-for a sender whose receiver closed), with a cheaper path per message: a deque, and one waiter at
-a time per side.
+for a sender whose receiver closed), with a cheaper path per message: a list read from its front,
+and one waiter at a time per side.
 
 - Sending does not pass through the event loop when there is room: the item is queued and the
   waiting receiver (if any) woken.
+- An idle pipe holds no storage: the queue gives its storage back when it drains, and the list
+  of senders waiting for room is made when the first one waits.
 - Receiving takes a queued item at once; only an empty queue waits. The end of the stream is
   reported after one turn of the loop (as anyio's streams do: what the last items started, such
   as the handlers of requests a client sent just before closing stdin, runs first).
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections import deque
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -32,6 +33,7 @@ from anyio.lowlevel import checkpoint
 
 T = TypeVar("T")
 FAIR_TURNS = 64  # items a receiver takes without waiting before it lets other tasks run
+COMPACT_AT = 1024  # taken items a queue drops from its front at once (when they are half of it)
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
@@ -66,15 +68,32 @@ async def wait(waiter: Any) -> None:
 
 
 class _State(Generic[T]):
-    __slots__ = ("buffer", "items", "receiver", "receiver_closed", "sender_closed", "senders")
+    """What the two ends share. Light while idle: the queue is a list read from `head` (emptied,
+    with its storage, whenever it drains), and the senders' waiters a list made when one waits."""
+
+    __slots__ = ("buffer", "head", "items", "receiver", "receiver_closed", "sender_closed", "senders")
 
     def __init__(self, buffer: float) -> None:
         self.buffer = buffer
-        self.items: deque[T] = deque()
+        self.items: list[Any] = []  # queued items (T) from `head` on; taken ones are None
+        self.head = 0
         self.receiver: Any = None  # the waiter of the receiving task, while it waits
-        self.senders: deque[Any] = deque()  # waiters of senders waiting for room
+        self.senders: list[Any] | None = None  # waiters of senders waiting for room (None: none yet)
         self.sender_closed = False
         self.receiver_closed = False
+
+    def queued(self) -> int:
+        return len(self.items) - self.head
+
+    def clear(self) -> None:
+        self.items.clear()
+        self.head = 0
+
+    def wake_sender(self) -> None:
+        """Wake the first sender waiting for room, if any."""
+        senders = self.senders
+        if senders:
+            wake(senders[0])
 
 
 class PipeSend(ObjectSendStream[T]):
@@ -94,7 +113,7 @@ class PipeSend(ObjectSendStream[T]):
             raise anyio.ClosedResourceError
         if state.receiver_closed:
             raise anyio.BrokenResourceError
-        if len(state.items) >= state.buffer and state.receiver is None:
+        if len(state.items) - state.head >= state.buffer and state.receiver is None:
             raise anyio.WouldBlock
         state.items.append(item)
         waiter = state.receiver
@@ -117,13 +136,16 @@ class PipeSend(ObjectSendStream[T]):
                 return
             self._ready = 0
             waiter = new_waiter()
-            state.senders.append(waiter)
+            if state.senders is None:
+                state.senders = []
+            senders = state.senders
+            senders.append(waiter)
             try:
                 await wait(waiter)
             finally:
-                state.senders.remove(waiter)
-                if state.senders and (len(state.items) < state.buffer or state.receiver_closed or self._closed):
-                    wake(state.senders[0])  # a wake this sender took but did not use goes to the next one
+                senders.remove(waiter)
+                if senders and (state.queued() < state.buffer or state.receiver_closed or self._closed):
+                    wake(senders[0])  # a wake this sender took but did not use goes to the next one
 
     def close(self) -> None:
         if self._closed:
@@ -135,7 +157,7 @@ class PipeSend(ObjectSendStream[T]):
         if waiter is not None:
             state.receiver = None
             wake(waiter)
-        for waiter in state.senders:  # sends waiting for room on this end fail as closed
+        for waiter in state.senders or ():  # sends waiting for room on this end fail as closed
             wake(waiter)
 
     async def aclose(self) -> None:
@@ -163,10 +185,22 @@ class PipeReceive(ObjectReceiveStream[T]):
         state = self._state
         if self._closed:
             raise anyio.ClosedResourceError
-        if state.items:
-            item = state.items.popleft()
+        items = state.items
+        if items:
+            head = state.head
+            item: T = items[head]
+            head += 1
+            if head == len(items):
+                items.clear()  # drained: the list gives its storage back
+                head = 0
+            elif head >= COMPACT_AT and head * 2 >= len(items):
+                del items[:head]  # a long queue read from its front: drop what was taken
+                head = 0
+            else:
+                items[head - 1] = None  # the taken item is not held
+            state.head = head
             if state.senders:
-                wake(state.senders[0])
+                state.wake_sender()
             return item
         if state.sender_closed:
             raise anyio.EndOfStream
@@ -201,8 +235,8 @@ class PipeReceive(ObjectReceiveStream[T]):
         self._closed = True
         state = self._state
         state.receiver_closed = True
-        state.items.clear()
-        for waiter in state.senders:
+        state.clear()
+        for waiter in state.senders or ():
             wake(waiter)
 
     async def aclose(self) -> None:

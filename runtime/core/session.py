@@ -265,6 +265,7 @@ class Session:
         async with anyio.create_task_group() as tg:
             self._task_group = tg
             self.callbacks.attach(tg)
+            self.attach(tg)
             task_status.started()
             try:
                 receive = self.transport.receive.receive  # (not `async for`: one frame less per message)
@@ -278,10 +279,27 @@ class Session:
                     for incoming in list(self._in_flight.values()):
                         incoming.cancel_scope.cancel()
                 await self._join_tasks()
+                await self.settle()
             except BaseException:
                 await self._join_tasks(cancel=True)  # the session is cancelled (or failed): so are its requests
                 raise
         self._task_group = None
+
+    def attach(self, task_group: TaskGroup) -> None:
+        """Called as `run` starts, with the session's task group (where its callbacks and, off
+        asyncio, the peer's requests run): a subclass may run workers of its own there."""
+
+    async def settle(self) -> None:
+        """Called once the reader is done and the requests on loop tasks have finished, still inside
+        the session's task group (which then waits for whatever still runs there)."""
+
+    async def drain(self) -> None:
+        """Wait for the peer's requests still finishing in the task group (off asyncio) and for the
+        callbacks queued before the end: what the task group would wait for on its own."""
+        while self._in_flight:
+            self._room = anyio.Event()
+            await self._room.wait()
+        await self.callbacks.join()
 
     async def _join_tasks(self, *, cancel: bool = False) -> None:
         """Wait for the requests running on loop tasks (as a task group waits for its tasks); when

@@ -59,6 +59,7 @@ class OrderedWorker:
         self.queued = 0
         self.done = 0
         self._waiters: list[tuple[int, anyio.Event]] = []
+        self._finished: anyio.Event | None = None  # set when the worker's task ends (made when it starts)
 
     def attach(self, task_group: TaskGroup) -> None:
         self._task_group = task_group
@@ -68,7 +69,8 @@ class OrderedWorker:
             if self._task_group is None or self._closed:
                 return None
             self._send, receive = anyio.create_memory_object_stream[Job](self._buffer)
-            self._task_group.start_soon(self._run, receive)
+            self._finished = anyio.Event()
+            self._task_group.start_soon(self._run, receive, self._finished)
         return self._send
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> bool:
@@ -98,20 +100,29 @@ class OrderedWorker:
         self.queued += 1
         return True
 
-    async def _run(self, jobs: MemoryObjectReceiveStream[Job]) -> None:
+    async def _run(self, jobs: MemoryObjectReceiveStream[Job], finished: anyio.Event) -> None:
         if self._mark:
             _IN_WORKER.set(True)
-        async with jobs:
-            async for fn, args in jobs:
-                try:
-                    await call(fn, *args)
-                except Exception:
-                    log.exception("%s: a job failed", self.name)
-                finally:
-                    self.done += 1
-                    for target, event in list(self._waiters):
-                        if target <= self.done:
-                            event.set()
+        try:
+            async with jobs:
+                async for fn, args in jobs:
+                    try:
+                        await call(fn, *args)
+                    except Exception:
+                        log.exception("%s: a job failed", self.name)
+                    finally:
+                        self.done += 1
+                        for target, event in list(self._waiters):
+                            if target <= self.done:
+                                event.set()
+        finally:
+            finished.set()
+
+    async def join(self) -> None:
+        """Wait until the worker's task has ended (after `close`: once the jobs queued before it
+        ran); at once when it never started."""
+        if self._finished is not None:
+            await self._finished.wait()
 
     async def catch_up(self, barrier: int, *, timeout: float | None = None) -> None:
         """Wait until the first `barrier` jobs have run (not from the worker itself, nor once closed)."""

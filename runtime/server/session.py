@@ -79,24 +79,27 @@ class ServerSession(Session):
         return self.handshake.version if self.handshake is not None else None
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Serve the transport: one task group holds the notification sender and the work that
-        outlives requests (tasks), and the reader runs in this task, inside it (no task of its own,
-        nothing held per idle session beyond the reader's own group). Once the reader is done
-        (the connection closed, the requests in flight cancelled), what still runs there is
+        """Serve the transport: the session's one task group holds the reader's work, the
+        notification sender and the work that outlives requests (tasks); the reader runs in this
+        task, inside it (no task of its own). Once the reader is done (the connection closed, the
+        requests in flight cancelled and finished, the callbacks run), what still runs there is
         cancelled: nobody is left to ask for it."""
         telemetry = self.telemetry
         if telemetry is not None and not telemetry.ready():
             self.telemetry = None  # decided for this connection: nothing to trace
         try:
-            async with anyio.create_task_group() as host:
-                self.outbox.attach(host)
-                self.background = host
-                try:
-                    await super().run(task_status=task_status)
-                finally:
-                    host.cancel_scope.cancel()
+            await super().run(task_status=task_status)
         finally:
             self.background = None
+
+    def attach(self, task_group: anyio.abc.TaskGroup) -> None:
+        self.outbox.attach(task_group)
+        self.background = task_group
+
+    async def settle(self) -> None:
+        await self.drain()
+        assert self._task_group is not None
+        self._task_group.cancel_scope.cancel()
 
     def accepts_cancel(self, incoming: IncomingRequest) -> bool:
         return incoming.method != HANDSHAKE_METHOD

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from mcpgen.runtime.core.pipe import FAIR_TURNS, pipe
+from mcpgen.runtime.core.pipe import COMPACT_AT, FAIR_TURNS, pipe
 
 pytestmark = pytest.mark.anyio
 
@@ -227,3 +227,37 @@ async def test_the_end_is_reported_after_what_the_last_item_started_had_a_turn(a
         with pytest.raises(anyio.EndOfStream):
             await receive.receive()
         assert ran == ["handled"]
+
+
+async def test_a_long_queue_read_while_it_grows_keeps_its_order() -> None:
+    """The queue drops what was taken from its front in steps (`COMPACT_AT`): the order holds
+    across them, with items sent between the reads."""
+    send, receive = pipe()
+    total = 3 * COMPACT_AT + 7
+    sent = 0
+    got: list[int] = []
+    while sent < total:
+        for _ in range(min(COMPACT_AT // 2 + 3, total - sent)):
+            send.send_nowait(sent)
+            sent += 1
+        for _ in range(COMPACT_AT // 3):
+            got.append(receive.receive_nowait())
+    send.close()
+    got += [item async for item in receive]
+    assert got == list(range(total))
+
+
+async def test_a_drained_pipe_holds_no_queue() -> None:
+    """What an idle connection costs: a pipe whose items were all taken keeps no storage for them,
+    and no list of waiting senders until one waited."""
+    send, receive = pipe(1)
+    state = send._state
+    assert state.senders is None
+    await send.send("a")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send.send, "b")  # waits for room
+        await anyio.wait_all_tasks_blocked()
+        assert state.senders is not None and len(state.senders) == 1
+        assert await receive.receive() == "a"
+    assert await receive.receive() == "b"
+    assert state.items == [] and state.head == 0 and state.senders == []

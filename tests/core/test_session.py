@@ -348,3 +348,51 @@ async def test_legacy_only_server_refuses_modern_requests_with_32022() -> None:
         reply = await peer.request(1, "server/discover", {"_meta": meta()})
         assert reply["error"]["code"] == -32022
         assert reply["error"]["data"]["supported"] == [V25]
+
+
+async def test_a_closed_connection_runs_its_queued_callbacks_before_its_background_work_is_cancelled() -> None:
+    """The end of a session, in order: the reader is done, the callbacks queued before the end
+    run, and only then is what still runs in the session's group (tasks' work) cancelled."""
+    from mcpgen.runtime.core.memory import memory_pair
+    from mcpgen.runtime.server.session import ServerSession
+    from support.peers import RawPeer
+
+    server = make_server()
+    release = anyio.Event()
+    order: list[str] = []
+
+    async def forever() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            order.append("background cancelled")
+
+    async def on_roots(session: ServerSession) -> None:
+        assert session.background is not None
+        session.background.start_soon(forever)
+        await release.wait()
+        order.append("callback ran")
+
+    server.on_roots_changed = on_roots
+    client_end, server_end = memory_pair()
+    peer = RawPeer(client_end)
+    served = anyio.Event()
+
+    async def serve() -> None:
+        await server.serve(server_end)
+        served.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        info = {"name": "c", "version": "1"}
+        reply = await peer.request(1, "initialize", {"protocolVersion": V25, "capabilities": {}, "clientInfo": info})
+        assert reply["result"]["protocolVersion"] == V25
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        await client_end.aclose()  # the connection ends while the callback still waits
+        await anyio.wait_all_tasks_blocked()
+        assert not served.is_set()
+        assert order == []
+        release.set()
+        await served.wait()
+    assert order == ["callback ran", "background cancelled"]
