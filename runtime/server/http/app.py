@@ -206,7 +206,8 @@ class HttpApp:
         elif kind == "http":
             exchange = HttpResponse(send)
             try:
-                await self._http(scope, BodyDeadline(receive, self.security.body_timeout), send, exchange)
+                receive = BodyDeadline(receive, self.security.body_timeout, self._loop)
+                await self._http(scope, receive, send, exchange)
             except Disconnected:
                 return
             except BodyTimeout:  # a client that sends its body a byte at a time does not keep the connection
