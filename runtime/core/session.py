@@ -613,6 +613,24 @@ class Session:
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
+    async def serve_here(self, request: wire.Request, context: TransportContext) -> bool:
+        """Serve a request from the peer in the calling task (asyncio), as `_start` would on a task
+        of its own: a reply route's task (a handshake-era HTTP POST) waits for its answer anyway.
+        It is in flight meanwhile (the peer cancels it, closing the session cancels it). False,
+        with nothing done, when the session is not running (not yet, or no more)."""
+        if self._task_group is None or self._is_closed:
+            return False
+        if request.id in self._in_flight:
+            await self._start(request, context)  # refused: the id is in use
+            return True
+        while len(self._in_flight) >= self.max_in_flight:
+            self._room = anyio.Event()
+            await self._room.wait()
+        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
+        self._in_flight[request.id] = incoming
+        await self._serve_registered(incoming)
+        return True
+
     async def _serve_registered(self, incoming: IncomingRequest) -> None:
         try:
             await self.serve(incoming)

@@ -20,6 +20,7 @@ events after that id are no longer kept (never resumed with a silent gap). Idle 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -37,7 +38,7 @@ from ...core.transport import Frame, Inbound, Outgoing, Transport, TransportCont
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST
 from ..session import ServerSession
-from .asgi import HttpResponse, Post, Receive, accepts, error_body, hold
+from .asgi import HttpResponse, LateWatch, Post, Receive, accepts, error_body, hold
 from .events import EventStore, stream_of
 from .streams import PostRoute, SseStream
 
@@ -233,7 +234,7 @@ class HandshakeSessions:
             found.busy -= 1
             found.last_seen = time.monotonic()
 
-    @property
+    @functools.cached_property
     def _session_methods(self) -> frozenset[str]:
         return frozenset(r.session_method for r in self.server.eras.newest_first if r.session_method is not None)
 
@@ -315,11 +316,41 @@ class HandshakeSessions:
 
         route = PostRoute(exchange, session.new_stream, on_final)
         context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=True, reply=route)
+        if self.loop is not None and not opening:
+            await self._serve_here(session, message, context, route, post)
+            return
         if not await session.feed(Frame(data, context, decoded=message)):
             await exchange.respond(404, error_body(message.id, INVALID_REQUEST, "Session not found: it ended"))
             return
         completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange, self.loop)
         await route.finish(completed)
+
+    async def _serve_here(
+        self, session: HttpSession, request: wire.Request, context: TransportContext, route: PostRoute, post: Post
+    ) -> None:
+        """On asyncio, a request of a running session is served in the POST's own task (its
+        answer is what the task waits for): no trip through the session's reader, no task of its
+        own. The client hanging up is still not a cancellation: the stream is detached (later
+        events are only stored, for a resumption) and the handler goes on."""
+        assert self.loop is not None
+        left = False
+
+        def detach() -> None:
+            nonlocal left
+            left = True
+            if route.stream is not None:
+                route.stream.detach(route.exchange)
+
+        hung_up, idle = LateWatch.callbacks(route.released.is_set, detach, self.keepalive, route.keepalive)
+        watcher = LateWatch(post.receive, hung_up, self.keepalive, idle, post.exchange, self.loop)
+        try:
+            served = await session.session.serve_here(request, context)
+        finally:
+            watcher.stop()
+        if not served:
+            await post.exchange.respond(404, error_body(request.id, INVALID_REQUEST, "Session not found: it ended"))
+            return
+        await route.finish(not left)
 
     async def get(self, headers: dict[str, str], exchange: HttpResponse, receive: Receive, auth: Any = None) -> None:
         if not accepts(headers.get("accept"), "text/event-stream"):

@@ -129,7 +129,7 @@ class PostRoute(ReplyRoute):
         self.final_sent = False
         self._new_stream = new_stream
         self._on_final = on_final
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
 
     async def send(self, item: Outgoing, *, final: bool) -> None:
         async with self._lock:
@@ -179,6 +179,8 @@ class PostRoute(ReplyRoute):
     async def finish(self, completed: bool) -> None:
         """The POST's task is done waiting: `completed` (the response is over) or the client left
         (the stream goes on, resumable)."""
+        if completed and self.exchange.finished:
+            return  # answered in full: nothing to end
         async with self._lock:
             if not completed:
                 if self.stream is not None:
