@@ -56,14 +56,20 @@ class ModernRoute(ReplyRoute):
     def __init__(self, exchange: HttpResponse) -> None:
         self.exchange = exchange
         self.finished = False  # the request was served (what a watcher of its response asks)
-        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
+        self._locked: anyio.Lock | None = None  # made when first needed: most answers never need it
+
+    @property
+    def _lock(self) -> anyio.Lock:
+        if self._locked is None:
+            self._locked = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
+        return self._locked
 
     def done(self) -> bool:
         return self.finished
 
     async def send(self, item: Outgoing, *, final: bool) -> None:
         exchange = self.exchange
-        if final and not exchange.started and not self._lock.locked():
+        if final and not exchange.started and (self._locked is None or not self._locked.locked()):
             # The common answer: one JSON response, nothing else written for this request. The
             # lock is free and `respond` marks the response started before it awaits anything,
             # so a keep-alive coming meanwhile finds it started (and writes nothing after it).

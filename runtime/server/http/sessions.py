@@ -341,7 +341,7 @@ class HandshakeSessions:
             if route.stream is not None:
                 route.stream.detach(route.exchange)
 
-        hung_up, idle = LateWatch.callbacks(route.released.is_set, detach, self.keepalive, route.keepalive)
+        hung_up, idle = LateWatch.callbacks(route.is_released, detach, self.keepalive, route.keepalive)
         watcher = LateWatch(post.receive, hung_up, self.keepalive, idle, post.exchange, self.loop)
         try:
             served = await session.session.serve_here(request, context)
