@@ -153,12 +153,21 @@ class HttpResponse:
         if self.started:
             raise RuntimeError("the response has started already")
         self.started, self.finished, self.status = True, True, status
-        all_headers = [*self.headers, *headers]
+        all_headers = self.headers  # (sent once: this response's own list)
+        if headers:
+            all_headers.extend(headers)
         if body and content_type is not None:
             all_headers.append((b"content-type", content_type))
-        all_headers.append((b"content-length", str(len(body)).encode()))
-        await self._write({"type": "http.response.start", "status": status, "headers": all_headers})
-        await self._write({"type": "http.response.body", "body": body, "more_body": False})
+        all_headers.append((b"content-length", b"%d" % len(body)))
+        if self.gone:
+            return
+        try:
+            await self._send({"type": "http.response.start", "status": status, "headers": all_headers})
+            await self._send({"type": "http.response.body", "body": body, "more_body": False})
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:  # the ASGI server reports a closed connection by raising (OSError and kin)
+            self.gone = True
 
     async def start_sse(self, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
         if self.started:
