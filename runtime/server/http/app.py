@@ -221,7 +221,10 @@ class HttpApp:
             await send({"type": "websocket.close", "code": 1003})
 
     def _route_path(self, scope: Scope) -> str:
-        path = str(scope.get("path") or "/")
+        path, own = scope.get("path"), self.path
+        if own is not None and path == own and not scope.get("root_path"):
+            return own  # the endpoint itself (most requests)
+        path = str(path or "/")
         root = str(scope.get("root_path") or "")
         if root and path.startswith(root):
             path = path[len(root) :]

@@ -42,9 +42,12 @@ def headers_of(scope: Scope) -> dict[str, str]:
     """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them,
     without surrounding whitespace: h11 strips it, httptools keeps what trails a value)."""
     raw = scope.get("headers") or ()
-    found = {bytes(name).decode("latin-1").lower(): bytes(value).decode("latin-1").strip(" \t") for name, value in raw}
+    try:  # ASGI gives byte strings: read in one pass when no name is repeated (the usual case)
+        found = {name.decode("latin-1").lower(): value.decode("latin-1").strip(" \t") for name, value in raw}
+    except AttributeError:  # (a server giving other buffers)
+        found = {}
     if len(found) == len(raw):
-        return found  # no name repeated (the usual case): read in one pass
+        return found
     found = {}
     for raw_name, raw_value in raw:
         name = bytes(raw_name).decode("latin-1").lower()
