@@ -1,21 +1,22 @@
 """Streamable HTTP for the handshake era (2025-11-25 and before): sessions keyed by `Mcp-Session-Id`.
 
 A POSTed `initialize` opens a session: one `ServerSession` whose transport is fed the session's
-POSTed messages (each a `Frame` with the POST's `PostRoute` as its reply route) and whose own
-outgoing stream (notifications and requests unrelated to any request: list changes, resource
-updates) is the standalone GET stream. The id (visible ASCII) comes back in the `Mcp-Session-Id`
-header of the initialize response, and every later request must carry it: missing -> 400,
-unknown or ended -> 404. A session opened by an authenticated principal is bound to it: a
-request of another principal (or of none) with its id gets the same 404, as if it did not exist.
-Sessions are bounded in all (`max_sessions`) and per authenticated principal
-(`max_sessions_per_principal`), so one principal cannot hold every session; past a bound,
-`initialize` gets 503 with `Retry-After` (and `data.retryAfter`): the earliest a session can have
-expired for idleness, and says how to free one of the principal's own (DELETE).
-Notifications and responses POSTed get 202. `DELETE` ends the session.
-A dropped connection is not a cancellation (the client sends `notifications/cancelled`): the
-stream goes on and can be resumed with `GET` + `Last-Event-ID`, or is refused with 410 when the
-events after that id are no longer kept (never resumed with a silent gap). Idle sessions (no request for
-`idle_timeout` seconds, nothing open) are closed.
+POSTed messages (each a `Frame` with the POST's `PostRoute` as its reply route; on asyncio, a
+request of a running session is served in its POST's own task instead, `Session.serve_here`, since
+that task waits for the answer anyway) and whose own outgoing stream (notifications and requests
+unrelated to any request: list changes, resource updates) is the standalone GET stream. The id
+(visible ASCII) comes back in the `Mcp-Session-Id` header of the initialize response, and every
+later request must carry it: missing -> 400, unknown or ended -> 404. A session opened by an
+authenticated principal is bound to it: a request of another principal (or of none) with its id
+gets the same 404, as if it did not exist. Sessions are bounded in all (`max_sessions`) and per
+authenticated principal (`max_sessions_per_principal`), so one principal cannot hold every session;
+past a bound, `initialize` gets 503 with `Retry-After` (and `data.retryAfter`): the earliest a
+session can have expired for idleness, and says how to free one of the principal's own (DELETE).
+Notifications and responses POSTed get 202. `DELETE` ends the session. A dropped connection is not
+a cancellation (the client sends `notifications/cancelled`): the stream goes on and can be resumed
+with `GET` + `Last-Event-ID`, or is refused with 410 when the events after that id are no longer
+kept (never resumed with a silent gap). Idle sessions (no request for `idle_timeout` seconds,
+nothing open) are closed.
 """
 
 from __future__ import annotations
