@@ -598,9 +598,8 @@ class Session:
             await self._reply_quietly(wire.error(None, INVALID_REQUEST, message), context.reply)
             return
         assert self._task_group is not None
-        while len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
-            self._room = anyio.Event()
-            await self._room.wait()
+        if len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
+            await self._wait_for_room()
         loop = running_loop()
         if loop is None:
             incoming = IncomingRequest(request.id, request.method, request.params, context)
@@ -623,13 +622,20 @@ class Session:
         if request.id in self._in_flight:
             await self._start(request, context)  # refused: the id is in use
             return True
-        while len(self._in_flight) >= self.max_in_flight:
-            self._room = anyio.Event()
-            await self._room.wait()
+        if len(self._in_flight) >= self.max_in_flight:
+            await self._wait_for_room()
         incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
         self._in_flight[request.id] = incoming
         await self._serve_registered(incoming)
         return True
+
+    async def _wait_for_room(self) -> None:
+        """Wait while `max_in_flight` requests run; those waiting (the reader, POST tasks) share one event."""
+        while len(self._in_flight) >= self.max_in_flight:
+            room = self._room
+            if room is None or room.is_set():
+                room = self._room = anyio.Event()
+            await room.wait()
 
     async def _serve_registered(self, incoming: IncomingRequest) -> None:
         try:
