@@ -616,9 +616,8 @@ class Session:
             await self._reply_quietly(wire.error(None, INVALID_REQUEST, message), context.reply)
             return
         assert self._task_group is not None
-        while len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
-            self._room = anyio.Event()
-            await self._room.wait()
+        if len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
+            await self._wait_for_room()
         loop = running_loop()
         if loop is None:
             incoming = IncomingRequest(request.id, request.method, request.params, context)
@@ -630,6 +629,31 @@ class Session:
         task = loop.create_task(self._serve_registered(incoming))
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+
+    async def serve_here(self, request: wire.Request, context: TransportContext) -> bool:
+        """Serve a request from the peer in the calling task (asyncio), as `_start` would on a task
+        of its own: a reply route's task (a handshake-era HTTP POST) waits for its answer anyway.
+        It is in flight meanwhile (the peer cancels it, closing the session cancels it). False,
+        with nothing done, when the session is not running (not yet, or no more)."""
+        if self._task_group is None or self._is_closed:
+            return False
+        if request.id in self._in_flight:
+            await self._start(request, context)  # refused: the id is in use
+            return True
+        if len(self._in_flight) >= self.max_in_flight:
+            await self._wait_for_room()
+        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
+        self._in_flight[request.id] = incoming
+        await self._serve_registered(incoming)
+        return True
+
+    async def _wait_for_room(self) -> None:
+        """Wait while `max_in_flight` requests run; those waiting (the reader, POST tasks) share one event."""
+        while len(self._in_flight) >= self.max_in_flight:
+            room = self._room
+            if room is None or room.is_set():
+                room = self._room = anyio.Event()
+            await room.wait()
 
     async def _serve_registered(self, incoming: IncomingRequest) -> None:
         try:

@@ -126,6 +126,9 @@ class HttpApp:
             max_sessions_per_principal=max_sessions_per_principal,
             max_message_bytes=self.security.max_body_bytes,
         )
+        self._refusals: dict[tuple[str | None, str | None, str | None], tuple[int, str] | None] = {}
+        self._checked_by = self.security
+        self._media_refusals: dict[tuple[str | None, str | None], tuple[int, str] | None] = {}
         self._task_group: TaskGroup | None = None
         self.closing = False  # `close_streams` was called: the server is shutting down
         self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on (None: trio)
@@ -206,7 +209,8 @@ class HttpApp:
         elif kind == "http":
             exchange = HttpResponse(send)
             try:
-                await self._http(scope, BodyDeadline(receive, self.security.body_timeout), send, exchange)
+                receive = BodyDeadline(receive, self.security.body_timeout, self._loop)
+                await self._http(scope, receive, send, exchange)
             except Disconnected:
                 return
             except BodyTimeout:  # a client that sends its body a byte at a time does not keep the connection
@@ -217,7 +221,10 @@ class HttpApp:
             await send({"type": "websocket.close", "code": 1003})
 
     def _route_path(self, scope: Scope) -> str:
-        path = str(scope.get("path") or "/")
+        path, own = scope.get("path"), self.path
+        if own is not None and path == own and not scope.get("root_path"):
+            return own  # the endpoint itself (most requests)
+        path = str(path or "/")
         root = str(scope.get("root_path") or "")
         if root and path.startswith(root):
             path = path[len(root) :]
@@ -236,7 +243,14 @@ class HttpApp:
             return
         headers = headers_of(scope)
         server_address = scope.get("server")
-        refused = self.security.refusal(headers, server_address[0] if server_address else None)
+        key = (headers.get("host"), headers.get("origin"), server_address[0] if server_address else None)
+        if self._checked_by is not self.security:  # (the settings were replaced: verdicts start again)
+            self._checked_by = self.security
+            self._refusals.clear()
+        refused = self._refusals.get(key, _UNSEEN)
+        if refused is _UNSEEN:  # clients send the same few values again and again: each is checked once
+            refused = self.security.refusal(headers, key[2])
+            _remember(self._refusals, key, refused)
         if refused is not None:
             await exchange.respond(refused[0], error_body(None, INVALID_REQUEST, refused[1]))
             return
@@ -285,14 +299,13 @@ class HttpApp:
             await exchange.respond(405, headers=[(b"allow", b"GET, POST, DELETE")])
 
     async def _post(self, scope: Scope, headers: dict[str, str], exchange: HttpResponse, receive: Receive) -> None:
-        if media_types(headers.get("content-type")) != {"application/json"}:
-            text = "Unsupported Media Type: POST a JSON-RPC message as application/json"
-            await exchange.respond(415, error_body(None, INVALID_REQUEST, text))
-            return
-        accept = headers.get("accept")
-        if not accepts_json_and_sse(accept):
-            text = "Not Acceptable: the client must accept application/json and text/event-stream"
-            await exchange.respond(406, error_body(None, INVALID_REQUEST, text))
+        media = (headers.get("content-type"), headers.get("accept"))
+        refused = self._media_refusals.get(media, _UNSEEN)
+        if refused is _UNSEEN:  # as for the Host and Origin: each pair of values is read once
+            refused = _media_refusal(*media)
+            _remember(self._media_refusals, media, refused)
+        if refused is not None:
+            await exchange.respond(refused[0], error_body(None, INVALID_REQUEST, refused[1]))
             return
         read = scope.get(MESSAGE_SCOPE_KEY)  # the auth middleware read and decoded it already
         if read is not None:
@@ -338,6 +351,25 @@ class HttpApp:
         if any(message.method == rules.session_method for rules in self.server.eras.newest_first):
             return False
         return message_version(message.params) is not None
+
+
+_UNSEEN: Any = object()
+_REMEMBERED = 64  # header values whose verdict is kept (then forgotten all at once)
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) >= _REMEMBERED:
+        cache.clear()
+    cache[key] = value
+
+
+def _media_refusal(content_type: str | None, accept: str | None) -> tuple[int, str] | None:
+    """(status, reason) when a POST's `Content-Type` or `Accept` is not what Streamable HTTP needs."""
+    if media_types(content_type) != {"application/json"}:
+        return 415, "Unsupported Media Type: POST a JSON-RPC message as application/json"
+    if not accepts_json_and_sse(accept):
+        return 406, "Not Acceptable: the client must accept application/json and text/event-stream"
+    return None
 
 
 async def close_sse_stream(ctx: RequestContext) -> bool:

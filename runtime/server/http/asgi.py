@@ -41,8 +41,15 @@ SSE_HEADERS: HeaderList = [
 def headers_of(scope: Scope) -> dict[str, str]:
     """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them,
     without surrounding whitespace: h11 strips it, httptools keeps what trails a value)."""
-    found: dict[str, str] = {}
-    for raw_name, raw_value in scope.get("headers") or ():
+    raw = scope.get("headers") or ()
+    try:  # ASGI gives byte strings: read in one pass when no name is repeated (the usual case)
+        found = {name.decode("latin-1").lower(): value.decode("latin-1").strip(" \t") for name, value in raw}
+    except AttributeError:  # (a server giving other buffers)
+        found = {}
+    if len(found) == len(raw):
+        return found
+    found = {}
+    for raw_name, raw_value in raw:
         name = bytes(raw_name).decode("latin-1").lower()
         value = bytes(raw_value).decode("latin-1").strip(" \t")
         found[name] = f"{found[name]},{value}" if name in found else value
@@ -149,12 +156,21 @@ class HttpResponse:
         if self.started:
             raise RuntimeError("the response has started already")
         self.started, self.finished, self.status = True, True, status
-        all_headers = [*self.headers, *headers]
+        all_headers = self.headers  # (sent once: this response's own list)
+        if headers:
+            all_headers.extend(headers)
         if body and content_type is not None:
             all_headers.append((b"content-type", content_type))
-        all_headers.append((b"content-length", str(len(body)).encode()))
-        await self._write({"type": "http.response.start", "status": status, "headers": all_headers})
-        await self._write({"type": "http.response.body", "body": body, "more_body": False})
+        all_headers.append((b"content-length", b"%d" % len(body)))
+        if self.gone:
+            return
+        try:
+            await self._send({"type": "http.response.start", "status": status, "headers": all_headers})
+            await self._send({"type": "http.response.body", "body": body, "more_body": False})
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:  # the ASGI server reports a closed connection by raising (OSError and kin)
+            self.gone = True
 
     async def start_sse(self, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
         if self.started:
@@ -219,22 +235,51 @@ class BodyTimeout(Exception):
 
 class BodyDeadline:
     """A `receive` that must deliver the whole request body within `seconds` (then `BodyTimeout`);
-    after the body, it passes messages through unbounded (waiting for a disconnect is normal)."""
+    after the body, it passes messages through unbounded (waiting for a disconnect is normal).
+    On asyncio (`loop`) a wait for the body is bounded by one loop timer that cancels the waiting
+    task (most bodies are there with the head: no wait, no timer); elsewhere by a cancel scope."""
 
-    def __init__(self, receive: Receive, seconds: float) -> None:
+    __slots__ = ("_deadline", "_done", "_expired", "_loop", "_receive")
+
+    def __init__(self, receive: Receive, seconds: float, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._receive = receive
-        self._deadline = anyio.current_time() + seconds
+        self._loop = loop
+        self._deadline = (loop.time() if loop is not None else anyio.current_time()) + seconds
         self._done = False
+        self._expired = False
 
     async def __call__(self) -> Message:
         if self._done:
             return await self._receive()
-        with anyio.move_on_after(max(self._deadline - anyio.current_time(), 0.0)):
-            message = await self._receive()
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                self._done = True
-            return message
-        raise BodyTimeout
+        if self._loop is None:
+            with anyio.move_on_after(max(self._deadline - anyio.current_time(), 0.0)):
+                return self._seen(await self._receive())
+            raise BodyTimeout
+        if self._loop.time() >= self._deadline:
+            raise BodyTimeout
+        task = asyncio.current_task()
+        assert task is not None
+        timer = self._loop.call_at(self._deadline, self._expire, task)
+        try:
+            return self._seen(await self._receive())
+        except asyncio.CancelledError:
+            if not self._expired:
+                raise
+            uncancel = getattr(task, "uncancel", None)  # Python 3.11+: the task is no longer cancelling
+            if uncancel is not None:
+                uncancel()
+            raise BodyTimeout from None
+        finally:
+            timer.cancel()
+
+    def _expire(self, task: asyncio.Task[Any]) -> None:
+        self._expired = True
+        task.cancel()
+
+    def _seen(self, message: Message) -> Message:
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self._done = True
+        return message
 
 
 async def watch(
@@ -286,6 +331,31 @@ class LateWatch:
         self.finished = False
         delay = WATCH_AFTER if keepalive_seconds is None else min(WATCH_AFTER, keepalive_seconds)
         self._timer = loop.call_later(delay, self._start)
+
+    @staticmethod
+    def callbacks(
+        done: Callable[[], bool],
+        cancel: Callable[[], None],
+        keepalive_seconds: float | None,
+        on_idle: Callable[[], Awaitable[None]],
+    ) -> tuple[Callable[[], None], Callable[[], Awaitable[bool]]]:
+        """What a watcher of one response calls (for `LateWatch` or `watch`): `hung_up`, which
+        calls `cancel` unless the response is `done` (a complete response's watcher is answered
+        with a disconnect too), and `idle`, which stops the watcher once `done` and otherwise
+        keeps the response alive (`on_idle`) when there is a keep-alive."""
+
+        def hung_up() -> None:
+            if not done():
+                cancel()
+
+        async def idle() -> bool:
+            if done():
+                return False
+            if keepalive_seconds is not None:
+                await on_idle()
+            return True
+
+        return hung_up, idle
 
     def _start(self) -> None:
         if not self.finished:

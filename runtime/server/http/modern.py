@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ...core.session import IncomingRequest
+from ...core.session import IncomingRequest, TaskScope
 from ...core.transport import Outgoing, ReplyRoute, TransportContext
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST, http_status
@@ -55,11 +55,28 @@ class ModernRoute(ReplyRoute):
 
     def __init__(self, exchange: HttpResponse) -> None:
         self.exchange = exchange
-        self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
+        self.finished = False  # the request was served (what a watcher of its response asks)
+        self._locked: anyio.Lock | None = None  # made when first needed: most answers never need it
+
+    @property
+    def _lock(self) -> anyio.Lock:
+        if self._locked is None:
+            self._locked = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
+        return self._locked
+
+    def done(self) -> bool:
+        return self.finished
 
     async def send(self, item: Outgoing, *, final: bool) -> None:
+        exchange = self.exchange
+        if final and not exchange.started and (self._locked is None or not self._locked.locked()):
+            # The common answer: one JSON response, nothing else written for this request. The
+            # lock is free and `respond` marks the response started before it awaits anything,
+            # so a keep-alive coming meanwhile finds it started (and writes nothing after it).
+            if exchange.open:
+                await exchange.respond(status_of(item), item.data, JSON)
+            return
         async with self._lock:
-            exchange = self.exchange
             if not exchange.open:
                 return
             if final and not exchange.started:
@@ -97,7 +114,10 @@ async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
     context = TransportContext(
         "http", headers=post.headers, auth=post.auth, can_send_request=False, reply=route, request_scoped=True
     )
-    incoming = IncomingRequest(request.id, request.method, request.params, context)
+    if loop is None:
+        incoming = IncomingRequest(request.id, request.method, request.params, context)
+    else:  # the handler runs in this task: a hang-up cancels the task within the request's scope
+        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
     routed = session.route(incoming)
     if isinstance(routed, Rejection):
         body = error_body(request.id, routed.code, routed.message, routed.data)
@@ -107,24 +127,12 @@ async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
     if loop is None:
         await _serve_watched(session, incoming, route, post, keepalive)
         return
-    finished = False
-
-    def hung_up() -> None:  # the client closed the stream: that is the cancellation
-        if not finished:
-            incoming.cancel_scope.cancel()
-
-    async def idle() -> bool:
-        if finished:
-            return False
-        if keepalive is not None:
-            await route.keepalive()
-        return True
-
+    hung_up, idle = LateWatch.callbacks(route.done, incoming.cancel_scope.cancel, keepalive, route.keepalive)
     watcher = LateWatch(post.receive, hung_up, keepalive, idle, exchange, loop)
     try:
         await session.serve(incoming)
     finally:
-        finished = True
+        route.finished = True
         watcher.stop()
 
 
@@ -133,23 +141,11 @@ async def _serve_watched(
 ) -> None:
     """Serve with the watcher in a task group of this request, from the start."""
     exchange = post.exchange
-    finished = False
-
-    def hung_up() -> None:  # the client closed the stream: that is the cancellation
-        if not finished:
-            tg.cancel_scope.cancel()
-
-    async def idle() -> bool:
-        if finished:
-            return False
-        if keepalive is not None:
-            await route.keepalive()
-        return True
-
     async with anyio.create_task_group() as tg:
+        hung_up, idle = LateWatch.callbacks(route.done, tg.cancel_scope.cancel, keepalive, route.keepalive)
         tg.start_soon(watch, post.receive, hung_up, keepalive, idle)
         await session.serve(incoming)
-        finished = True
+        route.finished = True
         # No cancellation here (it is the costly part of a task group): once the response is
         # complete, the ASGI server answers the watcher's pending `receive` with a disconnect,
         # and the watcher returns; `idle` ends it otherwise.

@@ -96,30 +96,33 @@ class HeadDeadline:
         if app is not None and app.running and not app.closing:
             app.close_streams()
 
-
-class TimedH11Protocol(HeadDeadline, H11Protocol):
-    """uvicorn's h11 protocol with the head deadline."""
+    # The protocol's own methods, extended: `HeadDeadline` comes first in each protocol's MRO, so
+    # `super()` is the uvicorn protocol's.
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[arg-type]
+        super().connection_made(transport)  # type: ignore[misc]
         self._arm_head_timer()
 
     def data_received(self, data: bytes) -> None:
-        super().data_received(data)
+        super().data_received(data)  # type: ignore[misc]
         self._head_came()
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing():
             self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head_timer()
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
 
     def shutdown(self) -> None:
         self._closing_streams()
-        super().shutdown()
+        super().shutdown()  # type: ignore[misc]
+
+
+class TimedH11Protocol(HeadDeadline, H11Protocol):
+    """uvicorn's h11 protocol with the head deadline."""
 
 
 if importlib.util.find_spec("httptools") is not None:
@@ -127,24 +130,3 @@ if importlib.util.find_spec("httptools") is not None:
 
     class TimedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
         """uvicorn's httptools protocol with the head deadline."""
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)  # type: ignore[arg-type]
-            self._arm_head_timer()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            self._head_came()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._arm_head_timer()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_head_timer()
-            super().connection_lost(exc)
-
-        def shutdown(self) -> None:
-            self._closing_streams()
-            super().shutdown()

@@ -1,25 +1,27 @@
 """Streamable HTTP for the handshake era (2025-11-25 and before): sessions keyed by `Mcp-Session-Id`.
 
 A POSTed `initialize` opens a session: one `ServerSession` whose transport is fed the session's
-POSTed messages (each a `Frame` with the POST's `PostRoute` as its reply route) and whose own
-outgoing stream (notifications and requests unrelated to any request: list changes, resource
-updates) is the standalone GET stream. The id (visible ASCII) comes back in the `Mcp-Session-Id`
-header of the initialize response, and every later request must carry it: missing -> 400,
-unknown or ended -> 404. A session opened by an authenticated principal is bound to it: a
-request of another principal (or of none) with its id gets the same 404, as if it did not exist.
-Sessions are bounded in all (`max_sessions`) and per authenticated principal
-(`max_sessions_per_principal`), so one principal cannot hold every session; past a bound,
-`initialize` gets 503 with `Retry-After` (and `data.retryAfter`): the earliest a session can have
-expired for idleness, and says how to free one of the principal's own (DELETE).
-Notifications and responses POSTed get 202. `DELETE` ends the session.
-A dropped connection is not a cancellation (the client sends `notifications/cancelled`): the
-stream goes on and can be resumed with `GET` + `Last-Event-ID`, or is refused with 410 when the
-events after that id are no longer kept (never resumed with a silent gap). Idle sessions (no request for
-`idle_timeout` seconds, nothing open) are closed.
+POSTed messages (each a `Frame` with the POST's `PostRoute` as its reply route; on asyncio, a
+request of a running session is served in its POST's own task instead, `Session.serve_here`, since
+that task waits for the answer anyway) and whose own outgoing stream (notifications and requests
+unrelated to any request: list changes, resource updates) is the standalone GET stream. The id
+(visible ASCII) comes back in the `Mcp-Session-Id` header of the initialize response, and every
+later request must carry it: missing -> 400, unknown or ended -> 404. A session opened by an
+authenticated principal is bound to it: a request of another principal (or of none) with its id
+gets the same 404, as if it did not exist. Sessions are bounded in all (`max_sessions`) and per
+authenticated principal (`max_sessions_per_principal`), so one principal cannot hold every session;
+past a bound, `initialize` gets 503 with `Retry-After` (and `data.retryAfter`): the earliest a
+session can have expired for idleness, and says how to free one of the principal's own (DELETE).
+Notifications and responses POSTed get 202. `DELETE` ends the session. A dropped connection is not
+a cancellation (the client sends `notifications/cancelled`): the stream goes on and can be resumed
+with `GET` + `Last-Event-ID`, or is refused with 410 when the events after that id are no longer
+kept (never resumed with a silent gap). Idle sessions (no request for `idle_timeout` seconds,
+nothing open) are closed.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -37,7 +39,7 @@ from ...core.transport import Frame, Inbound, Outgoing, Transport, TransportCont
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST
 from ..session import ServerSession
-from .asgi import HttpResponse, Post, Receive, accepts, error_body, hold
+from .asgi import HttpResponse, LateWatch, Post, Receive, accepts, error_body, hold
 from .events import EventStore, stream_of
 from .streams import PostRoute, SseStream
 
@@ -233,7 +235,7 @@ class HandshakeSessions:
             found.busy -= 1
             found.last_seen = time.monotonic()
 
-    @property
+    @functools.cached_property
     def _session_methods(self) -> frozenset[str]:
         return frozenset(r.session_method for r in self.server.eras.newest_first if r.session_method is not None)
 
@@ -315,11 +317,41 @@ class HandshakeSessions:
 
         route = PostRoute(exchange, session.new_stream, on_final)
         context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=True, reply=route)
+        if self.loop is not None and not opening:
+            await self._serve_here(session, message, context, route, post)
+            return
         if not await session.feed(Frame(data, context, decoded=message)):
             await exchange.respond(404, error_body(message.id, INVALID_REQUEST, "Session not found: it ended"))
             return
         completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange, self.loop)
         await route.finish(completed)
+
+    async def _serve_here(
+        self, session: HttpSession, request: wire.Request, context: TransportContext, route: PostRoute, post: Post
+    ) -> None:
+        """On asyncio, a request of a running session is served in the POST's own task (its
+        answer is what the task waits for): no trip through the session's reader, no task of its
+        own. The client hanging up is still not a cancellation: the stream is detached (later
+        events are only stored, for a resumption) and the handler goes on."""
+        assert self.loop is not None
+        left = False
+
+        def detach() -> None:
+            nonlocal left
+            left = True
+            if route.stream is not None:
+                route.stream.detach(route.exchange)
+
+        hung_up, idle = LateWatch.callbacks(route.is_released, detach, self.keepalive, route.keepalive)
+        watcher = LateWatch(post.receive, hung_up, self.keepalive, idle, post.exchange, self.loop)
+        try:
+            served = await session.session.serve_here(request, context)
+        finally:
+            watcher.stop()
+        if not served:
+            await post.exchange.respond(404, error_body(request.id, INVALID_REQUEST, "Session not found: it ended"))
+            return
+        await route.finish(not left)
 
     async def get(self, headers: dict[str, str], exchange: HttpResponse, receive: Receive, auth: Any = None) -> None:
         if not accepts(headers.get("accept"), "text/event-stream"):

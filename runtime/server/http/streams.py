@@ -124,14 +124,48 @@ class PostRoute(ReplyRoute):
         on_final: Callable[[Outgoing], None] | None = None,
     ) -> None:
         self.exchange = exchange
-        self.released = anyio.Event()  # the POST's response is complete (or was detached)
         self.stream: SseStream | None = None
         self.final_sent = False
         self._new_stream = new_stream
         self._on_final = on_final
-        self._lock = anyio.Lock()
+        self._done = False  # the POST's response is complete (or was detached)
+        self._released: anyio.Event | None = None  # made when someone waits for that (most never do)
+        self._locked: anyio.Lock | None = None  # made when first needed
+
+    @property
+    def released(self) -> anyio.Event:
+        """Set when the POST's response is complete (or was detached)."""
+        if self._released is None:
+            self._released = anyio.Event()
+            if self._done:
+                self._released.set()
+        return self._released
+
+    def is_released(self) -> bool:
+        return self._done or (self._released is not None and self._released.is_set())
+
+    def _release(self) -> None:
+        self._done = True
+        if self._released is not None:
+            self._released.set()
+
+    @property
+    def _lock(self) -> anyio.Lock:
+        if self._locked is None:
+            self._locked = anyio.Lock(fast_acquire=True)  # uncontended: no trip through the event loop
+        return self._locked
 
     async def send(self, item: Outgoing, *, final: bool) -> None:
+        free = self._locked is None or not self._locked.locked()
+        if final and free and self.stream is None and not self.final_sent:
+            # The common answer: one JSON response. Marked sent before anything is awaited, so a
+            # keep-alive or a close coming meanwhile finds the request answered.
+            self.final_sent = True
+            if self._on_final is not None:
+                self._on_final(item)
+            await self.exchange.respond(200, item.data, JSON)
+            self._release()
+            return
         async with self._lock:
             if self.final_sent:
                 return
@@ -142,7 +176,7 @@ class PostRoute(ReplyRoute):
             if self.stream is None:
                 if final:
                     await self.exchange.respond(200, item.data, JSON)
-                    self.released.set()
+                    self._release()
                     return
                 await self._open_stream()
             assert self.stream is not None
@@ -155,7 +189,7 @@ class PostRoute(ReplyRoute):
     async def keepalive(self) -> None:
         """The request is quiet: commit to SSE (so the response can be kept alive) and ping."""
         async with self._lock:
-            if self.final_sent or self.released.is_set():
+            if self.final_sent or self.is_released():
                 return
             if self.stream is None:
                 await self._open_stream()
@@ -179,6 +213,8 @@ class PostRoute(ReplyRoute):
     async def finish(self, completed: bool) -> None:
         """The POST's task is done waiting: `completed` (the response is over) or the client left
         (the stream goes on, resumable)."""
+        if completed and self.exchange.finished:
+            return  # answered in full: nothing to end
         async with self._lock:
             if not completed:
                 if self.stream is not None:
@@ -196,4 +232,4 @@ class PostRoute(ReplyRoute):
         self.final_sent = True
         if self.stream is not None:
             self.stream.end_now()
-        self.released.set()
+        self._release()

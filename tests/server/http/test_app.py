@@ -63,6 +63,22 @@ async def test_other_bindings_refuse_cross_origin_requests_only() -> None:
     assert is_loopback("127.0.0.2") and is_loopback("::1") and not is_loopback("10.0.0.1") and not is_loopback(None)
 
 
+async def test_verdicts_kept_per_header_value_follow_the_values_and_the_settings() -> None:
+    """The app keeps its Host/Origin and Content-Type/Accept verdicts per value seen: the same
+    values get the same answer again, other values (or another bound address) their own, and
+    replaced settings apply from the next request on."""
+    app = make_server().http_app()
+    public = ("10.1.2.3", 443)
+    for _ in range(2):
+        assert await status_of(app, {"host": "mcp.example.com"}, public) == 200
+        assert await status_of(app, {"host": "mcp.example.com"}) == 421  # bound to loopback: strict
+        assert await status_of(app, {"content-type": "text/plain"}) == 415
+        assert await status_of(app, {"accept": "application/json"}) == 406
+        assert await status_of(app, {}) == 200
+    app.security = HttpSecurity(dns_rebinding_protection=True)
+    assert await status_of(app, {"host": "mcp.example.com"}, public) == 421
+
+
 async def test_media_types_methods_sizes_and_paths_get_their_4xx() -> None:
     app = make_server().http_app(security=HttpSecurity(max_body_bytes=2000))
     async with asgi_client(app) as client:

@@ -199,6 +199,43 @@ async def test_a_dropped_connection_is_not_a_cancellation() -> None:
         assert rest[-1]["result"]["content"][0]["text"] == "finished"
 
 
+async def test_posts_waiting_for_room_all_get_their_answers() -> None:
+    """Past the session's `max_in_flight`, every POST waiting for room is served once requests
+    finish (on asyncio they wait in their own tasks: one waiter must not strand another)."""
+    server = make_server()
+    go = anyio.Event()
+
+    @server.tool()
+    async def gated(n: int) -> int:
+        await go.wait()
+        return n
+
+    app = server.http_app()
+    async with asgi_client(app) as client:
+        sid = await open_session(client)
+        app.sessions.sessions[sid].session.max_in_flight = 1
+        answers: dict[int, Any] = {}
+
+        async def calling(n: int) -> None:
+            reply = await call(client, sid, n, "gated", {"n": n})
+            answers[n] = (await reply.json())["result"]["structuredContent"]["result"]
+
+        with anyio.fail_after(30):  # a hang guard: a stranded waiter never answers
+            async with anyio.create_task_group() as tg:
+                for n in range(1, 5):
+                    tg.start_soon(calling, n)
+                await wait_for(lambda: app.sessions.sessions[sid].session.in_flight == 1)
+                for _ in range(10):  # the other three reach their wait for room
+                    await anyio.sleep(0)
+                go.set()
+        assert answers == {1: 1, 2: 2, 3: 3, 4: 4}
+
+
+async def wait_for(condition: Any) -> None:
+    while not condition():
+        await anyio.sleep(0.001)
+
+
 def resumable_server() -> tuple[Server, anyio.Event, anyio.Event, anyio.Event]:
     """A server whose `waits` tool logs once, waits for `go`, logs six times more (then sets
     `logged`), waits for `finish`, and answers; `noisy` logs `n` times."""
