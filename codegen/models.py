@@ -260,20 +260,13 @@ def dump_maps_as_sent(code: str) -> str:
             return expr.id in aliases and expr.id not in seen and of_models(aliases[expr.id], seen | {expr.id})
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
             return of_models(expr.left, seen) and of_models(expr.right, seen)
-        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and expr.value.id == "Annotated":
-            return isinstance(expr.slice, ast.Tuple) and of_models(expr.slice.elts[0], seen)
-        return False
+        parts = typed_dicts.subscript_args(expr, "Annotated")
+        return parts is not None and of_models(parts[0], seen)
 
     edits: list[tuple[ast.expr, str]] = []
     for value in aliases.values():
-        if (
-            isinstance(value, ast.Subscript)
-            and isinstance(value.value, ast.Name)
-            and value.value.id == "dict"
-            and isinstance(value.slice, ast.Tuple)
-            and len(value.slice.elts) == 2
-            and of_models(value.slice.elts[1])
-        ):
+        parts = typed_dicts.subscript_args(value, "dict")
+        if parts is not None and len(parts) == 2 and of_models(parts[1]):
             edits.append((value, f"Annotated[{ast.unparse(value)}, WrapSerializer(dump_as_sent)]"))
     return _replace_values(
         code, tree, edits, [("_base", "dump_as_sent"), ("pydantic", "WrapSerializer"), ("typing", "Annotated")]
@@ -382,14 +375,8 @@ def split_by_shape(code: str, splits: dict[str, Split]) -> str:
         prop, groups = splits[node.targets[0].id]
         if not all(name in python for group in groups.values() for name, _ in group):
             continue  # a member that is not a model of this module
-        rest: list[ast.expr] = []
-        if (
-            isinstance(value, ast.Subscript)
-            and isinstance(value.value, ast.Name)
-            and value.value.id == "Annotated"
-            and isinstance(value.slice, ast.Tuple)
-        ):
-            rest = value.slice.elts[1:]
+        annotated = typed_dicts.subscript_args(value, "Annotated")
+        rest = annotated[1:] if annotated is not None else []
         choices, discriminator = _split_choices(prop, groups, python)
         union = " | ".join(f"Annotated[{' | '.join(members)}, Tag({tag!r})]" for tag, members in choices)
         extras = "".join(f", {ast.unparse(e)}" for e in rest)
@@ -509,15 +496,7 @@ def tidy(code: str) -> tuple[str, set[str]]:
 
 def _defined_names(tree: ast.Module) -> set[str]:
     """The classes and module-level assignments of a module."""
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return names
+    return {name for node in tree.body for name in statement_names(node)}
 
 
 def used_names(*nodes: ast.AST) -> set[str]:

@@ -247,19 +247,28 @@ def _without_none(annotation: ast.expr) -> ast.expr:
     return result
 
 
+def subscript_args(expr: ast.expr, name: str) -> list[ast.expr] | None:
+    """The arguments of `expr` when it is `name[a, b, ...]` (a subscript of that plain name with
+    more than one argument), else None."""
+    if (
+        isinstance(expr, ast.Subscript)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == name
+        and isinstance(expr.slice, ast.Tuple)
+    ):
+        return expr.slice.elts
+    return None
+
+
 def _key_and_type(field: ast.AnnAssign, info: TypedDictDef) -> tuple[str, str]:
     """The wire key of a model field and its `TypedDict` value type."""
     assert isinstance(field.target, ast.Name)
     key = field.target.id
     annotation = field.annotation
     kept: list[ast.keyword] = []
-    if (
-        isinstance(annotation, ast.Subscript)
-        and isinstance(annotation.value, ast.Name)
-        and annotation.value.id == "Annotated"
-        and isinstance(annotation.slice, ast.Tuple)
-    ):
-        inner, *extras = annotation.slice.elts
+    parts = subscript_args(annotation, "Annotated")
+    if parts is not None:
+        inner, *extras = parts
         for extra in extras:
             if isinstance(extra, ast.Call) and isinstance(extra.func, ast.Name) and extra.func.id == "Field":
                 for kw in extra.keywords:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.session import Timeout
 from ..protocol.capabilities import has_capability
-from ..protocol.eras import LIVENESS_METHOD, EraRules, Eras, HandshakeRules, ModernRules
+from ..protocol.eras import LIVENESS_METHOD, EraRules, Eras, HandshakeRules, ModernRules, strategies
 from ..protocol.negotiation import DISCOVER_METHOD
 from ..protocol.tables import VersionRegistry
 from .subscriptions import ListenRequest, Subscription, listen_stream, pushed_subscription
@@ -118,13 +118,7 @@ STRATEGIES: dict[type[EraRules], type[EraSpeaking]] = {HandshakeRules: Handshake
 
 def speaking(eras: Eras) -> dict[str, EraSpeaking]:
     """The client's strategy for each era of a tree, by the era's name."""
-    found: dict[str, EraSpeaking] = {}
-    for rules in eras.newest_first:
-        strategy = STRATEGIES.get(type(rules))
-        if strategy is None:
-            raise LookupError(f"the client has no strategy for the era {rules.name!r}")
-        found[rules.name] = strategy(rules)
-    return found
+    return strategies(eras, STRATEGIES, "client")
 
 
 _shared: weakref.WeakKeyDictionary[VersionRegistry, tuple[Eras, dict[str, EraSpeaking]]] = weakref.WeakKeyDictionary()

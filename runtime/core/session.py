@@ -297,8 +297,7 @@ class Session:
         """Wait for the peer's requests still finishing in the task group (off asyncio) and for the
         callbacks queued before the end: what the task group would wait for on its own."""
         while self._in_flight:
-            self._room = anyio.Event()
-            await self._room.wait()
+            await self._shared_room().wait()
         await self.callbacks.join()
 
     async def _join_tasks(self, *, cancel: bool = False) -> None:
@@ -650,10 +649,15 @@ class Session:
     async def _wait_for_room(self) -> None:
         """Wait while `max_in_flight` requests run; those waiting (the reader, POST tasks) share one event."""
         while len(self._in_flight) >= self.max_in_flight:
-            room = self._room
-            if room is None or room.is_set():
-                room = self._room = anyio.Event()
-            await room.wait()
+            await self._shared_room().wait()
+
+    def _shared_room(self) -> anyio.Event:
+        """The event the next finishing request sets, one for every task waiting for a request to
+        finish (making a new one would strand those waiting on the current one)."""
+        room = self._room
+        if room is None or room.is_set():
+            room = self._room = anyio.Event()
+        return room
 
     async def _serve_registered(self, incoming: IncomingRequest) -> None:
         try:

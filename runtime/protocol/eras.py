@@ -24,7 +24,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import http_headers
 from .errors import INVALID_PARAMS, HeaderMismatch, InvalidParams, McpError, UnsupportedProtocolVersion
@@ -209,3 +209,20 @@ class Eras:
             return self.newest_first[0]
         before = [v for v in known if registry.compare_dates(v, version) == -1]
         return self.of(before[-1] if before else registry.supported[0])
+
+
+_Strategy = TypeVar("_Strategy")
+
+
+def strategies(
+    eras: Eras, table: Mapping[type[EraRules], Callable[[Any], _Strategy]], side: str
+) -> dict[str, _Strategy]:
+    """One side's strategy for each era of a tree, by the era's name, from `table` (a strategy
+    class for each kind of era rules); LookupError naming `side` for an era it has none for."""
+    found: dict[str, _Strategy] = {}
+    for rules in eras.newest_first:
+        strategy = table.get(type(rules))
+        if strategy is None:
+            raise LookupError(f"the {side} has no strategy for the era {rules.name!r}")
+        found[rules.name] = strategy(rules)
+    return found

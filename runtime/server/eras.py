@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.capabilities import has_capability
 from ..protocol.changes import Change, uri_covered
-from ..protocol.eras import EraRules, Eras, HandshakeRules, ModernRules
+from ..protocol.eras import EraRules, Eras, HandshakeRules, ModernRules, strategies
 from ..protocol.keys import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, LOG_LEVELS, SERVER_INFO_KEY
 from .input import ask_client, input_required_result, read_input
 
@@ -144,10 +144,4 @@ STRATEGIES: dict[type[EraRules], type[EraServing]] = {HandshakeRules: HandshakeS
 
 def serving(eras: Eras) -> dict[str, EraServing]:
     """The server's strategy for each era of a tree, by the era's name."""
-    found: dict[str, EraServing] = {}
-    for rules in eras.newest_first:
-        strategy = STRATEGIES.get(type(rules))
-        if strategy is None:
-            raise LookupError(f"the server has no strategy for the era {rules.name!r}")
-        found[rules.name] = strategy(rules)
-    return found
+    return strategies(eras, STRATEGIES, "server")

@@ -250,14 +250,7 @@ class ServerSession(Session):
 
     async def run_handler(self, ctx: RequestContext[Any], spec: MethodSpec, params: Any, handler: Any) -> Any:
         """Run a handler (again, while it asks for input the way the request's era does) and finish its result."""
-        try:
-            result = await handler(ctx, params)
-        except InputRequired as asked:
-            result = await self._input_rounds(ctx, spec, params, handler, asked)
-        else:
-            if isinstance(result, InputRequired):
-                result = await self._input_rounds(ctx, spec, params, handler, result)
-        return self.finish(spec, ctx, result)
+        return self.finish(spec, ctx, await self._run(ctx, spec, params, handler))
 
     async def _run(self, ctx: RequestContext[Any], spec: MethodSpec, params: Any, handler: Any) -> Any:
         """The handler's result, asking for input (and running it again) while it asks."""
