@@ -7,7 +7,10 @@ PYTHONHASHSEED=0, bytecode compiled beforehand).
 (`from mcpgen.generated.v2026_07_28 import models`, whose classes are created on first access),
 and that import plus one tools/call round of types (a `CallToolRequest` and a `CallToolResult`
 read from JSON text: their classes created and validators built), against `import mcp_types`
-plus the same round with its classes.
+plus the same round with its classes. The floor of that comparison for any pydantic models is
+pydantic's import plus its first validator (`TypeAdapter(int)`): building a first validator makes
+pydantic discover its plugins, a scan of every installed distribution's entry points, which
+mcp_types' import pays as well.
 
     python bench/bench_import.py [--instructions [--jobs 1]]
 """
@@ -52,6 +55,12 @@ CASES = {
     "mcp_types": ("import mcp_types", ""),
     "mcp_types + a tools/call round": ("import mcp_types as m\n" + ROUND, ""),
     "pydantic alone (baseline)": ("import pydantic; from pydantic import BaseModel, Field, ConfigDict", ""),
+    # the floor of any first parse with pydantic: its import, and the discovery of its plugins (a scan
+    # of every installed distribution's entry points) that building the first validator does
+    "pydantic + a first validator, TypeAdapter(int) (floor of a round)": (
+        "import pydantic; from pydantic import BaseModel, Field, ConfigDict\npydantic.TypeAdapter(int)",
+        "mcp_types + a tools/call round",
+    ),
     "python -c pass (baseline)": ("pass", ""),
 }
 
