@@ -57,8 +57,8 @@ class Call:
     meta: Mapping[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        found = (self.params or {}).get("_meta")
-        self.meta = found if isinstance(found, Mapping) else {}
+        found = self.params.get("_meta") if self.params else None
+        self.meta = found if type(found) is dict or isinstance(found, Mapping) else {}  # a dict: no ABC check
 
     @property
     def requested_version(self) -> Any:
@@ -69,7 +69,7 @@ class Call:
         else what it declared when its session opened."""
         if era.self_contained:
             found = self.meta.get(CLIENT_CAPABILITIES_KEY)
-            return found if isinstance(found, Mapping) else {}
+            return found if type(found) is dict or isinstance(found, Mapping) else {}
         return self.session_capabilities or {}
 
 
