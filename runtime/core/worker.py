@@ -198,7 +198,8 @@ def _first_error(group: BaseExceptionGroup[Any]) -> BaseException | None:
 
 IDLE_SECONDS = 10.0  # how long a worker thread waits for its next job before it retires
 
-try:  # where `anyio.from_thread` looks for the loop of the thread it is called from
+_anyio_thread: Any  # where `anyio.from_thread` looks for the loop of the thread it is called from
+try:
     from anyio._core._eventloop import threadlocals as _anyio_thread
 except ImportError:  # pragma: no cover - another anyio: every call goes through anyio's own threads
     _anyio_thread = None
