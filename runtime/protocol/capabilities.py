@@ -19,7 +19,7 @@ def has_keys(capabilities: Mapping[str, Any] | None, keys: Iterable[str]) -> boo
     `false`/`null`)? The form for a path with a key that has dots of its own (an extension's id)."""
     node: Any = capabilities or {}
     for key in keys:
-        if not isinstance(node, Mapping) or key not in node:
+        if not (type(node) is dict or isinstance(node, Mapping)) or key not in node:  # a dict: no ABC check
             return False
         node = node[key]
         if node is None or node is False:

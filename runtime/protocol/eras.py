@@ -128,21 +128,23 @@ class ModernRules(EraRules):
         """A request naming a version in `_meta` is modern (so is one whose HTTP header names a
         version that is not of a session era); then the modern ladder: the `_meta` keys (-32602),
         the routing headers against the body (-32020), whether the version is served (-32022)."""
-        header = call.headers.get(http_headers.PROTOCOL_VERSION) if call.headers is not None else None
-        if PROTOCOL_VERSION_KEY not in call.meta:
+        headers = call.headers
+        meta = call.meta
+        if PROTOCOL_VERSION_KEY not in meta:
+            header = headers.get(http_headers.PROTOCOL_VERSION) if headers is not None else None
             if header is None or not router.eras.of_header(header).self_contained:
                 return None
-        missing = [key for key in REQUIRED_META if key not in call.meta]
-        if missing:
-            return Rejection(INVALID_PARAMS, f"a modern request needs _meta {', '.join(repr(k) for k in missing)}")
-        if call.headers is not None:
-            name_field = router.name_param(call.method, call.requested_version)
+        if CLIENT_CAPABILITIES_KEY not in meta or PROTOCOL_VERSION_KEY not in meta:
+            missing = ", ".join(repr(key) for key in REQUIRED_META if key not in meta)
+            return Rejection(INVALID_PARAMS, f"a modern request needs _meta {missing}")
+        requested = meta[PROTOCOL_VERSION_KEY]
+        if headers is not None:
+            name_field = router.name_param(call.method, requested)
             problem = http_headers.mismatch(
-                call.method, call.params, call.headers, router.header_params(call.params), name_field
+                call.method, call.params, headers, router.header_params(call.params), name_field
             )
             if problem is not None:
                 return Rejection(HeaderMismatch.code, f"Header mismatch: {problem}")
-        requested = call.requested_version
         if not isinstance(requested, str) or requested not in router.versions_of(self):
             supported = router.supported_newest_first()
             return Rejection(

@@ -98,16 +98,19 @@ def mismatch(
     """
     params = params or {}
     found_meta = params.get("_meta")
-    meta: Mapping[str, Any] = found_meta if isinstance(found_meta, Mapping) else {}
+    meta: Mapping[str, Any] = found_meta if type(found_meta) is dict or isinstance(found_meta, Mapping) else {}
     version = headers.get(PROTOCOL_VERSION)
     if version is None or version.strip(_OWS) != meta.get(PROTOCOL_VERSION_KEY):
         return "the MCP-Protocol-Version header does not match _meta protocolVersion"
-    if headers.get(METHOD) is None or headers[METHOD].strip(_OWS) != method:
+    named = headers.get(METHOD)
+    if named is None or named.strip(_OWS) != method:
         return f"the Mcp-Method header does not match the method {method!r}"
     if name_field is not None:
         raw = headers.get(NAME)
         if raw is None or decode_value(raw) != params.get(name_field):
             return f"the Mcp-Name header does not match params.{name_field}"
+    if not header_params:
+        return None
     found_arguments = params.get("arguments")
     arguments: Mapping[str, Any] = found_arguments if isinstance(found_arguments, Mapping) else {}
     for header_name, argument in header_params.items():

@@ -57,8 +57,8 @@ class Call:
     meta: Mapping[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        found = (self.params or {}).get("_meta")
-        self.meta = found if isinstance(found, Mapping) else {}
+        found = self.params.get("_meta") if self.params else None
+        self.meta = found if type(found) is dict or isinstance(found, Mapping) else {}  # a dict: no ABC check
 
     @property
     def requested_version(self) -> Any:
@@ -69,7 +69,7 @@ class Call:
         else what it declared when its session opened."""
         if era.self_contained:
             found = self.meta.get(CLIENT_CAPABILITIES_KEY)
-            return found if isinstance(found, Mapping) else {}
+            return found if type(found) is dict or isinstance(found, Mapping) else {}
         return self.session_capabilities or {}
 
 
@@ -120,14 +120,24 @@ class Router:
     checks some part itself against state only it has (answers to a task's outstanding input
     requests) leaves that part out here and reads it from the request."""
     _by_era: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
+    _names: dict[tuple[str, str, frozenset[str]], str | None] = field(default_factory=dict, init=False, repr=False)
 
     def table(self, version: str) -> Mapping[str, MethodSpec]:
         """The table `version` is served with: the version's, with the enabled extensions in force."""
         return self.registry.table(version, self.extensions())
 
     def name_param(self, method: str, version: object) -> str | None:
-        """The params field `Mcp-Name` mirrors for `method` as the request's version serves it."""
-        return self.registry.name_param(method, version, self.extensions())
+        """The params field `Mcp-Name` mirrors for `method` as the request's version serves it
+        (remembered for the versions the tree has, with the extensions in force then)."""
+        extensions = self.extensions()
+        if not isinstance(version, str) or version not in self.registry.supported:
+            return self.registry.name_param(method, version, extensions)
+        key = (method, version, frozenset(extensions))
+        try:
+            return self._names[key]
+        except KeyError:
+            found = self._names[key] = self.registry.name_param(method, version, extensions)
+            return found
 
     def versions_of(self, era: EraRules) -> list[str]:
         """The versions of `era` this server serves, newest first."""

@@ -8,7 +8,7 @@ registered (`infer_capabilities`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union, overload
 
 from ..protocol.changes import uri_covered
 
@@ -26,6 +26,7 @@ Visibility = Callable[["RequestContext[Any]", Feature], bool]
 MAX_URI_LENGTH = 64 * 1024  # longer URIs are refused (-32602) before any template is tried
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 class FeatureSet(Mapping[str, T], Generic[T]):
@@ -40,6 +41,16 @@ class FeatureSet(Mapping[str, T], Generic[T]):
 
     def __getitem__(self, key: str) -> T:
         return self._items[key]
+
+    @overload
+    def get(self, key: str, /) -> T | None: ...
+    @overload
+    def get(self, key: str, /, default: T | D) -> T | D: ...
+    def get(self, key: str, /, default: Any = None) -> Any:  # the dict's own (Mapping's goes through a KeyError)
+        return self._items.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)

@@ -102,8 +102,12 @@ async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
     tool = server.tools.get(params.name)
     if tool is None or (server.visibility is not None and not server.visibility(ctx, tool)):
         raise InvalidParams(f"unknown tool: {params.name}")
+    given = params.arguments or {}
     try:  # as strictly as the advertised input schema says: "7" is not an integer, "yes" not a boolean
-        arguments = tool.arguments.model_validate_json(pydantic_core.to_json(params.arguments or {}), strict=True)
+        if tool.python_arguments:  # the values as parsed from JSON read as the JSON text would
+            arguments = tool.arguments.model_validate(given, strict=True)
+        else:
+            arguments = tool.arguments.model_validate_json(pydantic_core.to_json(given), strict=True)
     except ValidationError as exc:
         return error_result(f"invalid arguments for tool {tool.name}: {validation_detail(exc)}")
     if tool.model_param is not None:

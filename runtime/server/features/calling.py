@@ -7,9 +7,9 @@ which parameters are injected (`Annotated[T, Depends(provider)]`). Each call the
 - resolves the injected parameters, once per provider per call: a provider is a function of the
   request context and of other providers (sync, async, or a generator that yields the value and
   cleans up after the call); `server.dependency_overrides[provider] = other` swaps one (tests);
-- runs an `async def` on the event loop, and a plain `def` in a worker thread (anyio's, bounded by
-  `ServerLimits.worker_threads`, else anyio's default limiter), so a blocking handler never holds
-  up another request.
+- runs an `async def` on the event loop, and a plain `def` in a worker thread (`core.worker.run_in_thread`:
+  on asyncio the loop's own light hand-off, on trio anyio's; bounded by `ServerLimits.worker_threads`,
+  else anyio's default limiter), so a blocking handler never holds up another request.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-import anyio.to_thread
-
+from ...core.worker import run_in_thread
 from .common import hints, is_context
 
 if TYPE_CHECKING:
@@ -224,7 +222,7 @@ def run(callee: Callee, kwargs: Mapping[str, Any], limiter: CapacityLimiter | No
 
 
 async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], limiter: CapacityLimiter | None) -> Any:
-    value = await anyio.to_thread.run_sync(functools.partial(_in_worker, fn, kwargs), limiter=limiter)
+    value = await run_in_thread(_in_worker, fn, kwargs, limiter=limiter)
     if inspect.isawaitable(value):  # a plain function that returned an awaitable: awaited on the loop
         value = await value
     return value

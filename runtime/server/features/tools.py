@@ -24,10 +24,11 @@ import types
 import typing
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Literal
 
 import pydantic
+import pydantic_core
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ...protocol.errors import validation_detail
@@ -90,6 +91,41 @@ class ToolDef:
             execution={"taskSupport": self.task_support} if execution and self.task_support != "forbidden" else None,
             _meta=self.meta,
         )
+
+    @cached_property
+    def python_arguments(self) -> bool:
+        """Do the arguments read the same checked as the Python values parsed from JSON as checked
+        as JSON text? True when every parameter's type is built from JSON's own (int, float, str,
+        bool, None, Any, lists, string-keyed dicts, unions of them), where pydantic's strict
+        Python mode and strict JSON mode agree; not for a whole-model parameter, dates, enums,
+        tuples, bytes, nested models and the like, which read JSON text differently."""
+        if self.model_param is not None:
+            return False
+        return all(_json_native(info.annotation) for info in self.arguments.model_fields.values())
+
+    @cached_property
+    def output_calls(self) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
+        """The structured output's validator and JSON-mode serializer, called without the
+        adapter's wrappers (None without structured output)."""
+        adapter = self.output_adapter
+        if adapter is None:
+            return None
+        validator, serializer = adapter.validator, adapter.serializer
+        if not isinstance(validator, pydantic_core.SchemaValidator) or not isinstance(
+            serializer, pydantic_core.SchemaSerializer
+        ):  # not built yet (deferred): the adapter's own methods build it
+            return adapter.validate_python, partial(adapter.dump_python, mode="json", by_alias=True, warnings=False)
+        return validator.validate_python, partial(serializer.to_python, mode="json", by_alias=True, warnings=False)
+
+    @cached_property
+    def plain_output(self) -> type | None:
+        """`int`, `str` or `bool` when the output schema is nothing but JSON's integer, string or
+        boolean under `result`: a value of exactly that type fits it without a check (None otherwise)."""
+        schema = self.output_schema
+        inner = (schema.get("properties") or {}).get("result") if schema is not None and self.wrap_result else None
+        if schema is None or set(schema) != {"type", "properties", "required"} or not isinstance(inner, dict):
+            return None
+        return _PLAIN_TYPES.get(inner["type"]) if set(inner) == {"type"} and isinstance(inner["type"], str) else None
 
     @cached_property
     def header_params(self) -> dict[str, str]:
@@ -258,25 +294,47 @@ def error_result(message: str) -> dict[str, Any]:
 
 def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
     """Structured output: the value validated (a model instance passes as it is, so what it dumps to
-    is checked against the schema too: a model built with `model_construct` was never validated)."""
-    assert tool.output_adapter is not None
+    is checked against the schema too: a model built with `model_construct` was never validated;
+    a validated int, str or bool dumps to itself, which its own schema takes)."""
+    assert tool.output_calls is not None
+    validate, serialize = tool.output_calls
     try:
-        checked = tool.output_adapter.validate_python(value)
-        structured = tool.output_adapter.dump_python(checked, mode="json", by_alias=True, warnings=False)
+        checked = validate(value)
+        structured = serialize(checked)
     except ValidationError as exc:
         return error_result(
             f"tool {tool.name} returned output that does not match its outputSchema: {validation_detail(exc)}"
         )
     except (TypeError, ValueError, AttributeError) as exc:  # pydantic_core's serialization errors are ValueErrors
         return error_result(f"tool {tool.name} returned output that cannot be serialised: {exc}")
+    plain = type(structured) is tool.plain_output  # a bare integer, string or boolean its schema takes as it is
     if tool.wrap_result:
         structured = {"result": structured}
-    problem = tool.output_check.problem(structured)
+    problem = None if plain else tool.output_check.problem(structured)
     if problem is not None:
         return error_result(f"tool {tool.name} returned output that does not match its outputSchema: {problem}")
     if not isinstance(structured, dict):  # not an object (a root model's list, say): the table says no
         return {"content": [text(json_text(structured))], "structuredContent": structured}
     return Built(content=[text(json_text(structured))], structuredContent=structured)
+
+
+def _json_native(annotation: Any) -> bool:
+    """Is `annotation` built only from JSON's own types (see `ToolDef.python_arguments`)?"""
+    if annotation is Any or annotation in _NATIVE:
+        return True
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_json_native(arg) for arg in args)
+    if origin is list:
+        return len(args) == 1 and _json_native(args[0])
+    if origin is dict:
+        return len(args) == 2 and args[0] is str and _json_native(args[1])
+    return False
+
+
+_NATIVE = (int, float, str, bool, type(None), list, dict)  # exact types (no subclasses: enums are not)
+_PLAIN_TYPES: dict[str, type] = {"integer": int, "string": str, "boolean": bool}
 
 
 def _checked(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
