@@ -276,6 +276,8 @@ class Session:
                     pass
                 finally:
                     self.close()
+                    with anyio.CancelScope(shield=True):
+                        await self.transport.receive.aclose()  # the reader's end: nothing reads it after this
                 await self._join_tasks()
                 await self.settle()
             except BaseException:

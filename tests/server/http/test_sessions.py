@@ -11,6 +11,7 @@ from mcpgen.runtime import RequestContext, Server
 from mcpgen.runtime.protocol.input_requests import sample
 from mcpgen.runtime.server.http.app import close_sse_stream
 from support.asgi_driver import V25, AsgiClient, Reply, asgi_client, request
+from support.leaks import no_unclosed_streams
 from support.named_tokens import as_user, protection
 
 pytestmark = pytest.mark.anyio
@@ -197,6 +198,16 @@ async def test_a_dropped_connection_is_not_a_cancellation() -> None:
         )
         rest = [e.json() async for e in resumed.events() if e.data]
         assert rest[-1]["result"]["content"][0]["text"] == "finished"
+
+
+async def test_a_session_leaves_no_stream_unclosed() -> None:
+    """Defect: a handshake-era session's input stream was left to the garbage collector, unclosed
+    (anyio's ResourceWarning, seen in a later test)."""
+    with no_unclosed_streams():
+        async with asgi_client(make_server().http_app()) as client:
+            sid = await open_session(client)
+            assert (await call(client, sid, 1, "add", {"a": 1, "b": 2})).status == 200
+            assert (await client.send("DELETE", None, {"mcp-session-id": sid})).status == 200
 
 
 async def test_posts_waiting_for_room_all_get_their_answers() -> None:
