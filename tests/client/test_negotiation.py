@@ -360,10 +360,9 @@ async def test_the_reported_hang_ends_within_the_configured_timeouts() -> None:
     assert "initialize" in [m.get("method") for m in seen]
 
 
-@pytest.mark.parametrize("mode", ["auto", "handshake"])
-async def test_negotiating_leaves_no_stream_unclosed(mode: str) -> None:
+async def test_negotiating_leaves_no_stream_unclosed() -> None:
     """Defect: the probe's event stream was left to the garbage collector, unclosed (anyio's
     ResourceWarning, seen in a later test), once per connection."""
     with no_unclosed_streams():
-        async with connected(make_server(), mode=mode) as client:
+        async with connected(make_server(), mode="auto") as client:  # (the probe: a pin or "handshake" sends none)
             await client.ping()
