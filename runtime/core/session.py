@@ -14,7 +14,9 @@ bad input into JSON-RPC errors:
   included: only a cancellation of the request itself, or of the session, ends the handler quietly).
 
 After any of these the session keeps serving. At most `max_in_flight` requests from the peer run
-at once; past that the session stops reading until replies drain (back-pressure). Each message is
+at once; past that the session stops reading until replies drain (back-pressure), so an end
+decided beside the input (an HTTP DELETE) is told with `close`: the requests running are
+cancelled, those still waiting for room refused as requests coming after the end. Each message is
 encoded once (`Outgoing` carries the object and its bytes) and decoded once (a transport that
 decoded a message already hands it over decoded). What a request means (which methods exist,
 params, capabilities) belongs to the subclasses: the server routes with `protocol.routing`.
