@@ -97,7 +97,8 @@ class _Probe:
 
     async def run(self) -> Step:
         try:
-            return await self._run()
+            with self.events, self.inbox:  # the probe's tasks are done with them when _run returns
+                return await self._run()
         except BaseExceptionGroup as group:  # a closed connection, from whichever task saw it first
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None

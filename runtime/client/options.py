@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 
-from ..core.options import Moved, resolve_groups
+from ..core.options import Moved, group_types, resolve_groups
 from ..core.telemetry import Telemetry
 from ..protocol.keys import LOG_LEVELS
 
@@ -244,13 +244,6 @@ _MOVED: dict[str, Moved] = {
     "telemetry": Moved("hooks", ("telemetry",)),
     "limits": Moved("checks", spread=ClientLimits, none_ignored=True),
 }
-_GROUP_TYPES: dict[str, type[Any]] = {
-    "advertising": ClientAdvertising,
-    "timeouts": Timeouts,
-    "inputs": InputHandlers,
-    "hooks": ClientHooks,
-    "checks": ClientChecks,
-}
 
 
 @dataclass
@@ -262,6 +255,9 @@ class ClientOptions:
     inputs: InputHandlers = field(default_factory=InputHandlers)
     hooks: ClientHooks = field(default_factory=ClientHooks)
     checks: ClientChecks = field(default_factory=ClientChecks)
+
+
+_GROUP_TYPES = group_types(ClientOptions)
 
 
 def resolve_client_options(groups: Mapping[str, Any], deprecated: Mapping[str, Any]) -> ClientOptions:

@@ -116,6 +116,11 @@ class Subscription:
         """End the events: the reader's iteration stops after the ones already delivered."""
         self._send.close()
 
+    def close(self) -> None:
+        """The subscription's block is over: both ends of its events are closed."""
+        self._send.close()
+        self._receive.close()
+
     def wants(self, event: Event) -> bool:
         """On a handshake-era connection: is `event` one this subscription asked for?"""
         if event.kind == "resource":
@@ -198,6 +203,7 @@ async def listen_stream(client: Client, request: ListenRequest) -> AsyncIterator
     finally:
         if sub.id is not None:
             session.listens.pop(sub.id, None)
+        sub.close()
 
 
 async def _hold_listen(client: Client, sub: Subscription, body: dict[str, Any] | None) -> None:
@@ -274,7 +280,7 @@ async def pushed_subscription(client: Client, request: ListenRequest) -> AsyncIt
         yield sub
     finally:
         session.listens.pop(key, None)
-        sub.end()
+        sub.close()
         for uri in subscribed:
             if not session.closed:
                 try:

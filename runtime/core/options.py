@@ -77,6 +77,22 @@ def default_group(kind: type[Any]) -> Any:
     return made
 
 
+def group_types(options: type[Any]) -> dict[str, type[Any]]:
+    """The groups of an owner's options dataclass, keyword -> group class: each field's default
+    factory (the group made with its defaults), so the groups are stated once, as fields.
+
+    Raises:
+        TypeError: a field whose default is not made by a class (not a group).
+    """
+    kinds: dict[str, type[Any]] = {}
+    for item in dataclasses.fields(options):
+        factory = item.default_factory
+        if not isinstance(factory, type):
+            raise TypeError(f"{options.__name__}.{item.name} is not a group: its default is not made by a class")
+        kinds[item.name] = factory
+    return kinds
+
+
 def _overlap(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
     return a[: len(b)] == b or b[: len(a)] == a
 

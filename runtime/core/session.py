@@ -14,7 +14,9 @@ bad input into JSON-RPC errors:
   included: only a cancellation of the request itself, or of the session, ends the handler quietly).
 
 After any of these the session keeps serving. At most `max_in_flight` requests from the peer run
-at once; past that the session stops reading until replies drain (back-pressure). Each message is
+at once; past that the session stops reading until replies drain (back-pressure), so an end
+decided beside the input (an HTTP DELETE) is told with `close`: the requests running are
+cancelled, those still waiting for room refused as requests coming after the end. Each message is
 encoded once (`Outgoing` carries the object and its bytes) and decoded once (a transport that
 decoded a message already hands it over decoded). What a request means (which methods exist,
 params, capabilities) belongs to the subclasses: the server routes with `protocol.routing`.
@@ -275,9 +277,9 @@ class Session:
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     pass
                 finally:
-                    self._close()
-                    for incoming in list(self._in_flight.values()):
-                        incoming.cancel_scope.cancel()
+                    self.close()
+                    with anyio.CancelScope(shield=True):
+                        await self.transport.receive.aclose()  # the reader's end: nothing reads it after this
                 await self._join_tasks()
                 await self.settle()
             except BaseException:
@@ -329,6 +331,15 @@ class Session:
                 self._task_group.start_soon(_reraise, error)
             else:  # pragma: no cover - tasks are joined before the group closes
                 log.error("a request task failed after its session ended", exc_info=error)
+
+    def close(self) -> None:
+        """End the session now, as when its input ends: it is closed and the peer's requests
+        running are cancelled; those waiting for room are not served. For an end decided beside
+        the input (an HTTP DELETE): the reader waiting for room reads nothing meanwhile, so it
+        would see the end of its input only once a request finished by itself."""
+        self._close()
+        for incoming in list(self._in_flight.values()):
+            incoming.cancel_scope.cancel()
 
     def _close(self) -> None:
         if self._is_closed:
@@ -608,15 +619,15 @@ class Session:
             log.debug("ignored a transport failure for unknown or finished request %r", failure.request_id)
 
     async def _start(self, request: wire.Request, context: TransportContext) -> None:
-        if request.id in self._in_flight:
-            # Answering with this id would collide with the real answer: the error carries no id.
-            log.warning("dropped a %s request reusing in-flight id %r", request.method, request.id)
-            message = f"request id {request.id!r} is already in use; request dropped"
-            await self._reply_quietly(wire.error(None, INVALID_REQUEST, message), context.reply)
-            return
-        assert self._task_group is not None
         if len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
             await self._wait_for_room()
+        if self._is_closed:  # ended (`close`) while the reader waited: refused as a request coming after the end
+            await self._refuse_ended(request, context.reply)
+            return
+        if request.id in self._in_flight:
+            await self._refuse_reused_id(request, context)
+            return
+        assert self._task_group is not None
         loop = running_loop()
         if loop is None:
             incoming = IncomingRequest(request.id, request.method, request.params, context)
@@ -636,15 +647,36 @@ class Session:
         with nothing done, when the session is not running (not yet, or no more)."""
         if self._task_group is None or self._is_closed:
             return False
-        if request.id in self._in_flight:
-            await self._start(request, context)  # refused: the id is in use
-            return True
         if len(self._in_flight) >= self.max_in_flight:
             await self._wait_for_room()
+            if self._is_closed:  # it ended while this waited: as for a request coming after the end
+                return False
+        if request.id in self._in_flight:  # (checked after the wait: a request waiting with it may have it now)
+            await self._refuse_reused_id(request, context)
+            return True
         incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
         self._in_flight[request.id] = incoming
         await self._serve_registered(incoming)
         return True
+
+    async def _refuse_ended(self, request: wire.Request, route: ReplyRoute | None) -> None:
+        """A request the session ended before serving (`close` while the reader waited for room):
+        its route answers it as a request coming after the end (a pipe's is gone with the pipe)."""
+        if route is None:
+            return
+        error = wire.error(request.id, INVALID_REQUEST, f"the session ended before request {request.id!r} could start")
+        try:
+            await route.refuse_ended(Outgoing(wire.dumps(error), message=error))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, McpRuntimeError):
+            pass
+        finally:
+            route.request_ended()
+
+    async def _refuse_reused_id(self, request: wire.Request, context: TransportContext) -> None:
+        # Answering with this id would collide with the real answer: the error carries no id.
+        log.warning("dropped a %s request reusing in-flight id %r", request.method, request.id)
+        message = f"request id {request.id!r} is already in use; request dropped"
+        await self._reply_quietly(wire.error(None, INVALID_REQUEST, message), context.reply)
 
     async def _wait_for_room(self) -> None:
         """Wait while `max_in_flight` requests run; those waiting (the reader, POST tasks) share one event."""

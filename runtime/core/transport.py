@@ -75,6 +75,11 @@ class ReplyRoute:
     def request_ended(self) -> None:
         """The request this route answers is over (answered, refused or cancelled)."""
 
+    async def refuse_ended(self, error: Outgoing) -> None:
+        """Answer a request its session ended before serving (`error` says so) as the transport
+        answers one coming after the end; by default with that error, as the response."""
+        await self.send(error, final=True)
+
     async def close_connection(self) -> bool:
         """End the connection the answer travels on before the answer, so the client resumes it
         later (SSE polling); False when this route cannot."""

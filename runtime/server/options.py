@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .http.events import EventStore
     from .http.security import HttpSecurity
 
-from ..core.options import Moved, resolve_groups
+from ..core.options import Moved, group_types, resolve_groups
 from ..core.telemetry import Telemetry
 
 
@@ -181,12 +181,6 @@ _MOVED: dict[str, Moved] = {
     "visibility": Moved("advertising", ("visibility",)),
     "validate_results": Moved("diagnostics", ("validate_results",)),
 }
-_GROUP_TYPES: dict[str, type[Any]] = {
-    "advertising": ServerAdvertising,
-    "sealing": Sealing,
-    "limits": ServerLimits,
-    "diagnostics": Diagnostics,
-}
 
 
 @dataclass
@@ -197,6 +191,9 @@ class ServerOptions:
     sealing: Sealing = field(default_factory=Sealing)
     limits: ServerLimits = field(default_factory=ServerLimits)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
+
+
+_GROUP_TYPES = group_types(ServerOptions)
 
 
 def resolve_server_options(groups: Mapping[str, Any], deprecated: Mapping[str, Any]) -> ServerOptions:

@@ -75,6 +75,12 @@ class ListenStream:
         assert self._send is not None
         self._send.close()
 
+    def close(self) -> None:
+        """The listen request is over (answered or cancelled): both ends of its queue are closed."""
+        for end in (self._send, self._receive):
+            if end is not None:
+                end.close()
+
 
 async def serve_listen(ctx: RequestContext, params: Any) -> dict[str, Any]:
     """The `subscriptions/listen` handler: acknowledge what is honoured, then send changes as they
@@ -95,20 +101,20 @@ async def serve_listen(ctx: RequestContext, params: Any) -> dict[str, Any]:
     stream = ListenStream(ctx.request_id, frozenset(kinds), uris, task_ids=task_ids)
     route = ctx.request.context.reply
     session = ctx.session
-    await session.send_notification(
-        "notifications/subscriptions/acknowledged",
-        {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}},
-        route=route,
-    )
-    ctx.server.listening.add(stream)
     try:
+        await session.send_notification(
+            "notifications/subscriptions/acknowledged",
+            {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}},
+            route=route,
+        )
+        ctx.server.listening.add(stream)
         if task_ids:
             await ctx.server.tasks.attach(stream)
         assert stream._receive is not None
-        async with stream._receive:
-            async for change in stream._receive:
-                await session.send_notification(change.method, change.params(stream.subscription_id), route=route)
+        async for change in stream._receive:
+            await session.send_notification(change.method, change.params(stream.subscription_id), route=route)
     finally:
         ctx.server.listening.discard(stream)
         ctx.server.tasks.detach(stream)
+        stream.close()
     return {"_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}}

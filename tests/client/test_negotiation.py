@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 from mcpgen.runtime import Client, ClientAdvertising, NegotiationError, RequestTimeout, Server, Timeouts, memory_pair
+from support.leaks import no_unclosed_streams
 from support.peers import V25, V26, RawPeer, connected
 
 pytestmark = pytest.mark.anyio
@@ -357,3 +358,11 @@ async def test_the_reported_hang_ends_within_the_configured_timeouts() -> None:
     )
     assert isinstance(outcome, (NegotiationError, RequestTimeout)), outcome  # a typed error, not a hang
     assert "initialize" in [m.get("method") for m in seen]
+
+
+async def test_negotiating_leaves_no_stream_unclosed() -> None:
+    """Defect: the probe's event stream was left to the garbage collector, unclosed (anyio's
+    ResourceWarning, seen in a later test), once per connection."""
+    with no_unclosed_streams():
+        async with connected(make_server(), mode="auto") as client:  # (the probe: a pin or "handshake" sends none)
+            await client.ping()

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pytest
-from mcpgen.runtime.core.options import Moved, resolve_groups
+from mcpgen.runtime.client.options import ClientOptions, resolve_client_options
+from mcpgen.runtime.core.options import Moved, group_types, resolve_groups
+from mcpgen.runtime.server.options import ServerOptions, resolve_server_options
 
 
 @dataclass(frozen=True)
@@ -88,3 +90,28 @@ def test_overlapping_keywords_and_unknown_ones_are_type_errors() -> None:
             resolve_groups("Thing", KINDS, MOVES, {"outer": Outer()}, {"flat_x": 1})
     with pytest.raises(TypeError, match=re.escape("Thing() got an unexpected keyword argument 'flat_y'")):
         resolve_groups("Thing", KINDS, MOVES, {}, {"flat_y": 1})
+
+
+def test_group_types_are_the_fields_of_the_options_dataclass() -> None:
+    @dataclass
+    class Options:
+        outer: Outer = field(default_factory=Outer)
+        old: Old = field(default_factory=Old)
+
+    assert group_types(Options) == {"outer": Outer, "old": Old}
+
+    @dataclass
+    class NotGroups:
+        outer: Outer = field(default_factory=Outer)
+        count: int = 0
+
+    with pytest.raises(TypeError, match=r"NotGroups\.count is not a group"):
+        group_types(NotGroups)
+
+
+def test_the_client_and_server_groups_are_their_options_fields() -> None:
+    for options, resolve in ((ClientOptions, resolve_client_options), (ServerOptions, resolve_server_options)):
+        resolved = resolve({}, {})
+        assert isinstance(resolved, options)
+        for item in fields(options):
+            assert type(getattr(resolved, item.name)) is item.default_factory

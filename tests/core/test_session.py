@@ -8,8 +8,9 @@ from typing import Any
 import anyio
 import pytest
 from mcpgen.runtime import McpError, RequestContext, Server, ServerAdvertising
+from mcpgen.runtime.core.session import Session
 from mcpgen.runtime.core.stdio import LineSplitter
-from mcpgen.runtime.core.transport import Frame, Oversized
+from mcpgen.runtime.core.transport import Frame, Inbound, Outgoing, Oversized, Transport
 from support.peers import V25, V26, meta, raw_server
 
 pytestmark = pytest.mark.anyio
@@ -396,3 +397,22 @@ async def test_a_closed_connection_runs_its_queued_callbacks_before_its_backgrou
         release.set()
         await served.wait()
     assert order == ["callback ran", "background cancelled"]
+
+
+@pytest.mark.parametrize("how", ["input ended", "cancelled"])
+async def test_the_reader_closes_its_input_when_the_session_ends(how: str) -> None:
+    """Defect: nothing closed a session's input stream once its reader was done (an HTTP
+    session's feed): anyio's ResourceWarning when it was garbage collected."""
+    feed, inbound = anyio.create_memory_object_stream[Inbound](4)
+    outgoing, sent = anyio.create_memory_object_stream[Outgoing](4)
+    with feed, outgoing, sent:
+        session = Session(Transport(inbound, outgoing))
+        async with anyio.create_task_group() as tg:
+            await tg.start(session.run)
+            if how == "cancelled":
+                tg.cancel_scope.cancel()
+            else:
+                feed.close()
+        assert session.closed
+        with pytest.raises(anyio.ClosedResourceError):
+            inbound.receive_nowait()

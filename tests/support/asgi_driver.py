@@ -111,6 +111,7 @@ class AsgiClient:
         self.tg = tg
         self.server = server
         self.host = f"{server[0]}:{server[1]}"
+        self.replies: list[Reply] = []  # their streams are closed with the client
 
     async def send(
         self,
@@ -192,7 +193,9 @@ class AsgiClient:
         await ready.wait()
         assert started, "the app returned without answering"
         headers_out = {k.decode().lower(): v.decode() for k, v in started[0]["headers"]}
-        return Reply(started[0]["status"], headers_out, chunks_out, disconnect)
+        reply = Reply(started[0]["status"], headers_out, chunks_out, disconnect)
+        self.replies.append(reply)
+        return reply
 
     async def post(
         self, message: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None = None, **kw: Any
@@ -206,9 +209,14 @@ async def asgi_client(
 ) -> AsyncIterator[AsgiClient]:
     """An in-process client of `app` (an `HttpApp`, run for the duration unless `run=False`)."""
     async with anyio.create_task_group() as tg:
-        if run:
-            async with app.run():
-                yield AsgiClient(app, tg, server)
-        else:
-            yield AsgiClient(app, tg, server)
-        tg.cancel_scope.cancel()
+        client = AsgiClient(app, tg, server)
+        try:
+            if run:
+                async with app.run():
+                    yield client
+            else:
+                yield client
+            tg.cancel_scope.cancel()
+        finally:
+            for reply in client.replies:
+                reply._chunks.close()

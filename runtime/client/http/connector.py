@@ -123,6 +123,8 @@ class Http:
                 client = await stack.enter_async_context(owned)
             outgoing, from_session = anyio.create_memory_object_stream[Outgoing](32)
             to_session, incoming = anyio.create_memory_object_stream[Inbound](64)
+            for stream in (outgoing, from_session, to_session, incoming):  # all closed at the end, however it ends
+                stack.callback(stream.close)
             tg = await stack.enter_async_context(anyio.create_task_group())
             link = Connection(self, client, to_session, tg)
             tg.start_soon(link.pump, from_session)

@@ -289,6 +289,7 @@ class ClientTasks:
             raise
         finally:
             session.listens.pop(sub.id, None)
+            sub.close()
 
 
 async def _report(on_status: StatusCallback | None, state: TaskState) -> None:

@@ -119,6 +119,7 @@ class HttpSession:
         self.closed = True
         self.owner.remove(self)
         self._feed.close()
+        self.session.close()  # now: its reader may be waiting for room, not reading the end of its feed
 
 
 class HandshakeSessions:

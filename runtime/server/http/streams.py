@@ -224,6 +224,16 @@ class PostRoute(ReplyRoute):
                 await self.exchange.start_sse()
             await self.exchange.end()
 
+    async def refuse_ended(self, error: Outgoing) -> None:
+        """The session ended before serving the request (a DELETE while it waited for room): the
+        404 of a POST coming after the end."""
+        async with self._lock:
+            if self.final_sent:
+                return
+            self.final_sent = True
+            await self.exchange.respond(404, error.data, JSON)
+            self._release()
+
     def request_ended(self) -> None:
         """Called by the session when the request's handler is done: a request that ended with
         no response (cancelled) ends its stream, and the POST's response with it."""

@@ -25,6 +25,7 @@ from mcpgen.runtime.client import subscriptions
 from mcpgen.runtime.client.http.connector import http
 from mcpgen.runtime.client.subscriptions import RELISTEN_ATTEMPTS
 from support.http_peer import Received, Reply, Script, http_peer
+from support.leaks import no_unclosed_streams
 
 pytestmark = pytest.mark.anyio
 V25, V26 = "2025-11-25", "2026-07-28"
@@ -899,3 +900,13 @@ async def test_a_re_open_that_is_never_acknowledged_gives_up(monkeypatch: pytest
                 await sub.next()
         assert (await client.call_tool("x")).content[0].text == "called x", "the session keeps working"
     assert len(peer.posts("subscriptions/listen")) == 1 + RELISTEN_ATTEMPTS
+
+
+@pytest.mark.parametrize("mode", ["auto", "handshake"])
+async def test_a_connection_leaves_no_stream_unclosed(mode: str) -> None:
+    """Defect: the connector's streams to and from the session were left to the garbage
+    collector, unclosed (anyio's ResourceWarning, seen in a later test)."""
+    script = Script(get_status=405, tools=[{"name": "echo", "inputSchema": {"type": "object"}}])
+    with no_unclosed_streams():
+        async with http_peer(script) as peer, Client(peer.url, mode=mode) as client:
+            await client.ping()

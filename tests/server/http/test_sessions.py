@@ -11,6 +11,7 @@ from mcpgen.runtime import RequestContext, Server
 from mcpgen.runtime.protocol.input_requests import sample
 from mcpgen.runtime.server.http.app import close_sse_stream
 from support.asgi_driver import V25, AsgiClient, Reply, asgi_client, request
+from support.leaks import no_unclosed_streams
 from support.named_tokens import as_user, protection
 
 pytestmark = pytest.mark.anyio
@@ -199,6 +200,16 @@ async def test_a_dropped_connection_is_not_a_cancellation() -> None:
         assert rest[-1]["result"]["content"][0]["text"] == "finished"
 
 
+async def test_a_session_leaves_no_stream_unclosed() -> None:
+    """Defect: a handshake-era session's input stream was left to the garbage collector, unclosed
+    (anyio's ResourceWarning, seen in a later test)."""
+    with no_unclosed_streams():
+        async with asgi_client(make_server().http_app()) as client:
+            sid = await open_session(client)
+            assert (await call(client, sid, 1, "add", {"a": 1, "b": 2})).status == 200
+            assert (await client.send("DELETE", None, {"mcp-session-id": sid})).status == 200
+
+
 async def test_posts_waiting_for_room_all_get_their_answers() -> None:
     """Past the session's `max_in_flight`, every POST waiting for room is served once requests
     finish (on asyncio they wait in their own tasks: one waiter must not strand another)."""
@@ -229,6 +240,121 @@ async def test_posts_waiting_for_room_all_get_their_answers() -> None:
                     await anyio.sleep(0)
                 go.set()
         assert answers == {1: 1, 2: 2, 3: 3, 4: 4}
+
+
+async def test_a_post_waiting_for_room_when_its_session_is_deleted_gets_404_and_nothing_stays_in_flight() -> None:
+    """DELETE while a POST waits for room past `max_in_flight`: the running request is cancelled,
+    the waiting one gets the 404 of a request arriving after the end (it is not served by the ended
+    session), and the session counts nothing in flight."""
+    server = make_server()
+    started = anyio.Event()
+
+    @server.tool()
+    async def blocked() -> str:
+        started.set()
+        await anyio.Event().wait()  # until cancelled
+        return "never"
+
+    app = server.http_app()
+    async with asgi_client(app) as client:
+        sid = await open_session(client)
+        inner = app.sessions.sessions[sid].session
+        inner.max_in_flight = 1
+        waiting = anyio.Event()
+        wait_for_room = inner._wait_for_room
+
+        async def noted_wait_for_room() -> None:
+            waiting.set()
+            await wait_for_room()
+
+        inner._wait_for_room = noted_wait_for_room  # type: ignore[method-assign]
+        replies: dict[str, Reply] = {}
+
+        async def posting(name: str, id: int) -> None:
+            replies[name] = await call(client, sid, id, name, {"a": 1, "b": 2} if name == "add" else {})
+
+        with anyio.fail_after(30):  # a hang guard: on failure a request stays in flight, never answered
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(posting, "blocked", 1)
+                await started.wait()
+                tg.start_soon(posting, "add", 2)
+                await waiting.wait()
+                assert (await client.send("DELETE", None, {"mcp-session-id": sid})).status == 200
+            after = await call(client, sid, 3, "add", {"a": 1, "b": 2})  # a request coming after the end
+            for reply, id in ((replies["add"], 2), (after, 3)):
+                assert reply.status == 404
+                error = await reply.json()
+                assert error["id"] == id and error["error"]["code"] == -32600
+            assert replies["blocked"].status == 200 and await replies["blocked"].read() == b""  # cancelled: no answer
+            assert inner.closed and inner.in_flight == 0
+
+
+async def test_two_posts_waiting_for_room_with_one_id_are_not_both_served(anyio_backend: str) -> None:
+    """Two POSTs of one request id waiting for room: the id is checked once there is room, so
+    the second to get room while the first runs is refused as a reuse (not served beside it,
+    answered with the same id and counted once). (On trio the session's reader takes them in
+    turn: the second waits for room once the first runs.)"""
+    server = make_server()
+    gates = {n: anyio.Event() for n in (1, 2, 5, 6)}
+    entered: set[int] = set()
+    answers: dict[int, Any] = {}
+    changed = [anyio.Event()]
+
+    def note() -> None:
+        changed[0].set()
+        changed[0] = anyio.Event()
+
+    async def until(condition: Any) -> None:
+        while not condition():
+            await changed[0].wait()
+
+    @server.tool()
+    async def gated(n: int) -> int:
+        entered.add(n)
+        note()
+        await gates[n].wait()
+        return n
+
+    app = server.http_app()
+    async with asgi_client(app) as client:
+        sid = await open_session(client)
+        inner = app.sessions.sessions[sid].session
+        inner.max_in_flight = 2
+        waiters = 0
+        wait_for_room = inner._wait_for_room
+
+        async def noted_wait_for_room() -> None:
+            nonlocal waiters
+            waiters += 1
+            note()
+            await wait_for_room()
+
+        inner._wait_for_room = noted_wait_for_room  # type: ignore[method-assign]
+
+        async def calling(id: int, n: int) -> None:
+            answers[n] = await (await call(client, sid, id, "gated", {"n": n})).json()
+            note()
+
+        with anyio.fail_after(30):  # a hang guard
+            async with anyio.create_task_group() as tg:
+                for n in (1, 2):
+                    tg.start_soon(calling, n, n)
+                    await until(lambda n=n: n in entered)  # type: ignore[misc]
+                tg.start_soon(calling, 5, 5)
+                tg.start_soon(calling, 5, 6)
+                await until(lambda: waiters == (2 if anyio_backend == "asyncio" else 1))
+                gates[1].set()  # room for one of them
+                await until(lambda: 5 in entered or 6 in entered)
+                first = 5 if 5 in entered else 6
+                second = 11 - first
+                gates[2].set()  # room for the other, while the first runs
+                await until(lambda: second in answers or second in entered)
+                gates[first].set()
+                gates[second].set()
+        assert "id" not in answers[second] and answers[second]["error"]["code"] == -32600
+        assert "already in use" in answers[second]["error"]["message"]
+        assert answers[first]["result"]["structuredContent"]["result"] == first
+        assert inner.in_flight == 0
 
 
 async def wait_for(condition: Any) -> None:
