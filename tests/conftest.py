@@ -8,6 +8,13 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, never speed: on a loaded 2-core CI box one example can take
+# longer than hypothesis' default 200 ms deadline, which would fail a correct test. No deadline
+# for any of them (a test's own @settings still adds its example counts).
+settings.register_profile("mcpgen", deadline=None)
+settings.load_profile("mcpgen")
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO / "schema"
