@@ -55,6 +55,7 @@ from .asgi import (
     Receive,
     Scope,
     Send,
+    Timers,
     accepts_json_and_sse,
     error_body,
     headers_of,
@@ -131,7 +132,7 @@ class HttpApp:
         self._media_refusals: dict[tuple[str | None, str | None], tuple[int, str] | None] = {}
         self._task_group: TaskGroup | None = None
         self.closing = False  # `close_streams` was called: the server is shutting down
-        self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on (None: trio)
+        self._timers: Timers | None = None  # the request deadlines of the asyncio loop it runs on (None: trio)
         self.auth: BearerAuthMiddleware | None = None
         if auth is not None:
             self.auth = auth.wrap(
@@ -153,7 +154,7 @@ class HttpApp:
         async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
             self.closing = False
-            self._loop = self.sessions.loop = None if running_on_trio() else asyncio.get_running_loop()
+            self._timers = self.sessions.timers = None if running_on_trio() else Timers(asyncio.get_running_loop())
             self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
             await tg.start(self._run_bus)
@@ -164,7 +165,9 @@ class HttpApp:
                 self.close_streams()
                 self.sessions.close_all()
                 self._task_group = self.sessions.task_group = self.stateless.background = None
-                self._loop = self.sessions.loop = None
+                if self._timers is not None:
+                    self._timers.close()
+                self._timers = self.sessions.timers = None
                 tg.cancel_scope.cancel()
 
     async def _run_bus(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -209,7 +212,7 @@ class HttpApp:
         elif kind == "http":
             exchange = HttpResponse(send)
             try:
-                receive = BodyDeadline(receive, self.security.body_timeout, self._loop)
+                receive = BodyDeadline(receive, self.security.body_timeout, self._timers)
                 await self._http(scope, receive, send, exchange)
             except Disconnected:
                 return
@@ -328,7 +331,7 @@ class HttpApp:
                 status if status >= 400 else 400, error_body(message.id, message.code, message.message)
             )
         elif isinstance(message, wire.Request):
-            await serve_modern(self.stateless, message, body, post, self.keepalive, self._loop)
+            await serve_modern(self.stateless, message, body, post, self.keepalive, self._timers)
         else:
             await refuse_posted(exchange, message)
 
