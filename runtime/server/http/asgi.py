@@ -221,7 +221,7 @@ class HttpResponse:
             await self._write({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-@dataclass
+@dataclass(slots=True)
 class Post:
     """One POST being answered: its headers (lower-case names), the authenticated principal (if
     any), the response being written and the ASGI `receive` (to see the client hang up)."""
@@ -236,8 +236,16 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
     """The request body, or None when it is over `limit` bytes (what was sent is drained first,
     as far as `limit` allows; the caller answers 413). Raises `Disconnected` when the client
     went away mid-body."""
-    chunks: list[bytes] = []
-    size = 0
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise Disconnected
+    data = message.get("body", b"")
+    if len(data) > limit:
+        return None
+    if not message.get("more_body", False):
+        return data  # (most bodies: one message)
+    chunks = [data]
+    size = len(data)
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":

@@ -238,7 +238,13 @@ class HandshakeSessions:
         return frozenset(r.session_method for r in self.server.eras.newest_first if r.session_method is not None)
 
     def _supported(self, version: str) -> bool:
-        return version in self.server.versions and not self.server.eras.of(version).self_contained
+        return version in self._session_versions
+
+    @functools.cached_property
+    def _session_versions(self) -> frozenset[str]:
+        """The server's versions of a session era."""
+        eras = self.server.eras
+        return frozenset(v for v in self.server.versions if not eras.of(v).self_contained)
 
     async def _open(
         self, exchange: HttpResponse, request_id: wire.RequestId | None, principal: str | None
@@ -310,10 +316,10 @@ class HandshakeSessions:
             return
 
         def on_final(final: Outgoing) -> None:
-            if opening and final.is_error:  # a refused initialize opens no session
+            if final.is_error:  # a refused initialize opens no session
                 session.close()
 
-        route = PostRoute(exchange, session.new_stream, on_final)
+        route = PostRoute(exchange, session.new_stream, on_final if opening else None)
         context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=True, reply=route)
         if self.timers is not None and not opening:
             await self._serve_here(session, message, context, route, post)
