@@ -46,15 +46,9 @@ def headers_of(scope: Scope) -> dict[str, str]:
     """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them,
     without surrounding whitespace: h11 strips it, httptools keeps what trails a value)."""
     raw = scope.get("headers") or ()
-    found: dict[str, str] = {}
-    seen = _SEEN_HEADERS
     try:  # clients send the same few headers again and again: each (name, value) is decoded once
-        for pair in raw:
-            read = seen.get(pair)
-            if read is None:
-                read = _read_header(pair)
-            found[read[0]] = read[1]
-    except (AttributeError, TypeError):  # (a server giving other buffers, or lists for pairs)
+        found = dict(map(_SEEN_HEADERS.__getitem__, raw))
+    except (AttributeError, TypeError, ValueError):  # (a server giving other buffers, or lists for pairs)
         found = {}
     if len(found) == len(raw):
         return found
@@ -66,20 +60,23 @@ def headers_of(scope: Scope) -> dict[str, str]:
     return found
 
 
-_SEEN_HEADERS: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+class _Decoded(dict[tuple[bytes, bytes], tuple[str, str]]):
+    """Request headers decoded: (name, value) as ASGI gives them -> (lower-case name, value)."""
+
+    def __missing__(self, pair: tuple[bytes, bytes]) -> tuple[str, str]:
+        name, value = pair
+        read = (name.decode("latin-1").lower(), value.decode("latin-1").strip(" \t"))
+        if len(value) <= _SEEN_LONGEST and name.lower() not in _SECRET_HEADERS:
+            if len(self) >= _SEEN_MOST:
+                self.clear()
+            self[pair] = read
+        return read
+
+
+_SEEN_HEADERS = _Decoded()
 _SEEN_MOST = 512  # decoded headers kept (then forgotten all at once): a unique value per request costs no more
 _SEEN_LONGEST = 256  # longer values are decoded every time (tokens, signatures: seldom repeated)
 _SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})  # never kept
-
-
-def _read_header(pair: tuple[bytes, bytes]) -> tuple[str, str]:
-    name, value = pair
-    read = (name.decode("latin-1").lower(), value.decode("latin-1").strip(" \t"))
-    if len(value) <= _SEEN_LONGEST and name.lower() not in _SECRET_HEADERS:
-        if len(_SEEN_HEADERS) >= _SEEN_MOST:
-            _SEEN_HEADERS.clear()
-        _SEEN_HEADERS[pair] = read
-    return read
 
 
 def media_types(header: str | None) -> set[str]:
