@@ -236,7 +236,7 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
     message = await receive()
     if message["type"] == "http.disconnect":
         raise Disconnected
-    data = message.get("body", b"")
+    data: bytes = message.get("body", b"")
     if len(data) > limit:
         return None
     if not message.get("more_body", False):

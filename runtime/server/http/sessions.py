@@ -28,7 +28,7 @@ import math
 import secrets
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -315,11 +315,16 @@ class HandshakeSessions:
             await exchange.respond(202)
             return
 
-        def on_final(final: Outgoing) -> None:
-            if final.is_error:  # a refused initialize opens no session
-                session.close()
+        on_final: Callable[[Outgoing], None] | None = None
+        if opening:
 
-        route = PostRoute(exchange, session.new_stream, on_final if opening else None)
+            def refused_opening(final: Outgoing) -> None:
+                if final.is_error:  # a refused initialize opens no session
+                    session.close()
+
+            on_final = refused_opening
+
+        route = PostRoute(exchange, session.new_stream, on_final)
         context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=True, reply=route)
         if self.timers is not None and not opening:
             await self._serve_here(session, message, context, route, post)
