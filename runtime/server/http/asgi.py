@@ -31,6 +31,7 @@ log = logging.getLogger("mcpgen.runtime.server.http")
 IDLE_CHECK = 15.0  # seconds between checks of a watcher whose server never wakes a pending receive
 WATCH_AFTER = 0.05  # seconds a response waits before it gets a watcher (`LateWatch`)
 _TIMER_SLACK = 0.001  # seconds before its time a deadline of `Timers` may be served
+_TIMER_GRAIN = 0.01  # seconds at least between two rounds of `Timers` (a deadline may be served that late)
 
 JSON = b"application/json"
 EVENT_STREAM = b"text/event-stream"
@@ -305,8 +306,8 @@ class Timers:
         due = [entry for entry, when in self._due.items() if when <= now]
         for entry in due:
             del self._due[entry]
-        if self._due:
-            self._set(min(self._due.values()))
+        if self._due:  # (at most every `_TIMER_GRAIN`: many deadlines close together are served at once)
+            self._set(max(min(self._due.values()), now + _TIMER_GRAIN))
         for entry in due:
             try:
                 entry.due()
