@@ -55,6 +55,7 @@ from .asgi import (
     Receive,
     Scope,
     Send,
+    Timers,
     accepts_json_and_sse,
     error_body,
     headers_of,
@@ -128,10 +129,12 @@ class HttpApp:
         )
         self._refusals: dict[tuple[str | None, str | None, str | None], tuple[int, str] | None] = {}
         self._checked_by = self.security
+        self._contained: dict[str, bool] = {}  # MCP-Protocol-Version values: of a self-contained era?
+        self._eras_read = server.eras
         self._media_refusals: dict[tuple[str | None, str | None], tuple[int, str] | None] = {}
         self._task_group: TaskGroup | None = None
         self.closing = False  # `close_streams` was called: the server is shutting down
-        self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on (None: trio)
+        self._timers: Timers | None = None  # the request deadlines of the asyncio loop it runs on (None: trio)
         self.auth: BearerAuthMiddleware | None = None
         if auth is not None:
             self.auth = auth.wrap(
@@ -153,7 +156,7 @@ class HttpApp:
         async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
             self.closing = False
-            self._loop = self.sessions.loop = None if running_on_trio() else asyncio.get_running_loop()
+            self._timers = self.sessions.timers = None if running_on_trio() else Timers(asyncio.get_running_loop())
             self.stateless.background = tg  # tasks created by self-contained requests run here
             tg.start_soon(self.sessions.reap)
             await tg.start(self._run_bus)
@@ -164,7 +167,9 @@ class HttpApp:
                 self.close_streams()
                 self.sessions.close_all()
                 self._task_group = self.sessions.task_group = self.stateless.background = None
-                self._loop = self.sessions.loop = None
+                if self._timers is not None:
+                    self._timers.close()
+                self._timers = self.sessions.timers = None
                 tg.cancel_scope.cancel()
 
     async def _run_bus(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -209,7 +214,7 @@ class HttpApp:
         elif kind == "http":
             exchange = HttpResponse(send)
             try:
-                receive = BodyDeadline(receive, self.security.body_timeout, self._loop)
+                receive = BodyDeadline(receive, self.security.body_timeout, self._timers)
                 await self._http(scope, receive, send, exchange)
             except Disconnected:
                 return
@@ -238,7 +243,8 @@ class HttpApp:
             return
         if self.server.routes and await self._custom(scope, receive, exchange):
             return
-        if self.path is not None and self._route_path(scope) != self.path:
+        own = self.path
+        if own is not None and (scope.get("path") != own or scope.get("root_path")) and self._route_path(scope) != own:
             await exchange.respond(404, b"Not Found", b"text/plain; charset=utf-8")
             return
         headers = headers_of(scope)
@@ -256,6 +262,8 @@ class HttpApp:
             return
         if self.auth is not None:
             await self.auth(scope, receive, send)  # then `_dispatch`, with the principal in the scope
+        elif scope.get("method") == "POST":  # (most requests)
+            await self._post(scope, headers, exchange, receive)
         else:
             await self._serve(scope, headers, exchange, receive)
 
@@ -328,7 +336,7 @@ class HttpApp:
                 status if status >= 400 else 400, error_body(message.id, message.code, message.message)
             )
         elif isinstance(message, wire.Request):
-            await serve_modern(self.stateless, message, body, post, self.keepalive, self._loop)
+            await serve_modern(self.stateless, message, body, post, self.keepalive, self._timers)
         else:
             await refuse_posted(exchange, message)
 
@@ -337,7 +345,19 @@ class HttpApp:
     def _header_self_contained(self, headers: dict[str, str]) -> bool:
         """Does the `MCP-Protocol-Version` header name a version of a self-contained (modern) era?"""
         version = headers.get(PROTOCOL_VERSION)
-        return version is not None and self.server.eras.of_header(version).self_contained
+        return version is not None and self._version_self_contained(version)
+
+    def _version_self_contained(self, version: str) -> bool:
+        """Is `version` (a header's) of a self-contained era? Each value is looked up once."""
+        eras = self.server.eras
+        if self._eras_read is not eras:  # (the server's versions were replaced: answers start again)
+            self._eras_read = eras
+            self._contained.clear()
+        found = self._contained.get(version)
+        if found is None:
+            found = eras.of_header(version).self_contained
+            _remember(self._contained, version, found)
+        return found
 
     def _self_contained(self, headers: dict[str, str], message: wire.Message) -> bool:
         """Is this POST a self-contained request (the modern path) rather than part of a session?
@@ -345,7 +365,7 @@ class HttpApp:
         that names its version in `_meta` is (and is then refused for the missing header)."""
         version = headers.get(PROTOCOL_VERSION)
         if version is not None:
-            return self.server.eras.of_header(version).self_contained
+            return self._version_self_contained(version)
         if SESSION_HEADER in headers or not isinstance(message, wire.Request):
             return False
         if any(message.method == rules.session_method for rules in self.server.eras.newest_first):

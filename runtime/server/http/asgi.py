@@ -11,6 +11,8 @@ for list-valued fields).
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -25,8 +27,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 HeaderList = list[tuple[bytes, bytes]]
+log = logging.getLogger("mcpgen.runtime.server.http")
 IDLE_CHECK = 15.0  # seconds between checks of a watcher whose server never wakes a pending receive
 WATCH_AFTER = 0.05  # seconds a response waits before it gets a watcher (`LateWatch`)
+_TIMER_SLACK = 0.001  # seconds before its time a deadline of `Timers` may be served
+_TIMER_GRAIN = 0.01  # seconds at least between two rounds of `Timers` (a deadline may be served that late)
 
 JSON = b"application/json"
 EVENT_STREAM = b"text/event-stream"
@@ -42,9 +47,9 @@ def headers_of(scope: Scope) -> dict[str, str]:
     """The request headers as a dict of lower-case names (latin-1 values, as HTTP carries them,
     without surrounding whitespace: h11 strips it, httptools keeps what trails a value)."""
     raw = scope.get("headers") or ()
-    try:  # ASGI gives byte strings: read in one pass when no name is repeated (the usual case)
-        found = {name.decode("latin-1").lower(): value.decode("latin-1").strip(" \t") for name, value in raw}
-    except AttributeError:  # (a server giving other buffers)
+    try:  # clients send the same few headers again and again: each (name, value) is decoded once
+        found = dict(map(_SEEN_HEADERS.__getitem__, raw))
+    except (AttributeError, TypeError, ValueError):  # (a server giving other buffers, or lists for pairs)
         found = {}
     if len(found) == len(raw):
         return found
@@ -54,6 +59,25 @@ def headers_of(scope: Scope) -> dict[str, str]:
         value = bytes(raw_value).decode("latin-1").strip(" \t")
         found[name] = f"{found[name]},{value}" if name in found else value
     return found
+
+
+class _Decoded(dict[tuple[bytes, bytes], tuple[str, str]]):
+    """Request headers decoded: (name, value) as ASGI gives them -> (lower-case name, value)."""
+
+    def __missing__(self, pair: tuple[bytes, bytes]) -> tuple[str, str]:
+        name, value = pair
+        read = (name.decode("latin-1").lower(), value.decode("latin-1").strip(" \t"))
+        if len(value) <= _SEEN_LONGEST and name.lower() not in _SECRET_HEADERS:
+            if len(self) >= _SEEN_MOST:
+                self.clear()
+            self[pair] = read
+        return read
+
+
+_SEEN_HEADERS = _Decoded()
+_SEEN_MOST = 512  # decoded headers kept (then forgotten all at once): a unique value per request costs no more
+_SEEN_LONGEST = 256  # longer values are decoded every time (tokens, signatures: seldom repeated)
+_SECRET_HEADERS = frozenset({b"authorization", b"proxy-authorization", b"cookie"})  # never kept
 
 
 def media_types(header: str | None) -> set[str]:
@@ -195,7 +219,7 @@ class HttpResponse:
             await self._write({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-@dataclass
+@dataclass(slots=True)
 class Post:
     """One POST being answered: its headers (lower-case names), the authenticated principal (if
     any), the response being written and the ASGI `receive` (to see the client hang up)."""
@@ -210,8 +234,16 @@ async def read_body(receive: Receive, limit: int) -> bytes | None:
     """The request body, or None when it is over `limit` bytes (what was sent is drained first,
     as far as `limit` allows; the caller answers 413). Raises `Disconnected` when the client
     went away mid-body."""
-    chunks: list[bytes] = []
-    size = 0
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise Disconnected
+    data: bytes = message.get("body", b"")
+    if len(data) > limit:
+        return None
+    if not message.get("more_body", False):
+        return data  # (most bodies: one message)
+    chunks = [data]
+    size = len(data)
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
@@ -233,33 +265,85 @@ class BodyTimeout(Exception):
     """The request's body did not all arrive in time."""
 
 
+class Timers:
+    """The deadlines of one asyncio loop's requests, served by one loop timer (set for the earliest)
+    rather than a timer per request: most deadlines are dropped long before they are due (a body that
+    came with the head, a response complete before its watcher was due), and adding or dropping one
+    is a dict entry. Each entry is an object with a `due()` method, called when its time has come."""
+
+    __slots__ = ("_at", "_due", "_handle", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._due: dict[Any, float] = {}  # entry -> when (loop time)
+        self._handle: asyncio.TimerHandle | None = None
+        self._at = math.inf  # when the timer is set for
+
+    def add(self, entry: Any, when: float) -> None:
+        self._due[entry] = when
+        if when < self._at:
+            self._set(when)
+
+    def discard(self, entry: Any) -> None:
+        self._due.pop(entry, None)
+
+    def close(self) -> None:
+        """Drop every deadline (the app stops)."""
+        self._due.clear()
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle, self._at = None, math.inf
+
+    def _set(self, when: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._at = when
+        self._handle = self.loop.call_at(when, self._fire)
+
+    def _fire(self) -> None:
+        self._handle, self._at = None, math.inf
+        now = self.loop.time() + _TIMER_SLACK  # (a loop timer may fire a little early: what is that close is due)
+        due = [entry for entry, when in self._due.items() if when <= now]
+        for entry in due:
+            del self._due[entry]
+        if self._due:  # (at most every `_TIMER_GRAIN`: many deadlines close together are served at once)
+            self._set(max(min(self._due.values()), now + _TIMER_GRAIN))
+        for entry in due:
+            try:
+                entry.due()
+            except Exception:  # one entry's failure must not keep the others from their time
+                log.exception("a request deadline failed")
+
+
 class BodyDeadline:
     """A `receive` that must deliver the whole request body within `seconds` (then `BodyTimeout`);
     after the body, it passes messages through unbounded (waiting for a disconnect is normal).
-    On asyncio (`loop`) a wait for the body is bounded by one loop timer that cancels the waiting
-    task (most bodies are there with the head: no wait, no timer); elsewhere by a cancel scope."""
+    On asyncio (`timers`) a wait for the body is bounded by a deadline of the loop's shared timer
+    that cancels the waiting task (most bodies are there with the head: the deadline is added and
+    dropped, no timer of its own); elsewhere by a cancel scope."""
 
-    __slots__ = ("_deadline", "_done", "_expired", "_loop", "_receive")
+    __slots__ = ("_deadline", "_done", "_expired", "_receive", "_task", "_timers")
 
-    def __init__(self, receive: Receive, seconds: float, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, receive: Receive, seconds: float, timers: Timers | None = None) -> None:
         self._receive = receive
-        self._loop = loop
-        self._deadline = (loop.time() if loop is not None else anyio.current_time()) + seconds
+        self._timers = timers
+        self._deadline = (timers.loop.time() if timers is not None else anyio.current_time()) + seconds
         self._done = False
         self._expired = False
+        self._task: asyncio.Task[Any] | None = None
 
     async def __call__(self) -> Message:
         if self._done:
             return await self._receive()
-        if self._loop is None:
+        timers = self._timers
+        if timers is None:
             with anyio.move_on_after(max(self._deadline - anyio.current_time(), 0.0)):
                 return self._seen(await self._receive())
             raise BodyTimeout
-        if self._loop.time() >= self._deadline:
+        if timers.loop.time() >= self._deadline:
             raise BodyTimeout
-        task = asyncio.current_task()
-        assert task is not None
-        timer = self._loop.call_at(self._deadline, self._expire, task)
+        self._task = task = asyncio.current_task(timers.loop)
+        timers.add(self, self._deadline)
         try:
             return self._seen(await self._receive())
         except asyncio.CancelledError:
@@ -270,11 +354,13 @@ class BodyDeadline:
                 uncancel()
             raise BodyTimeout from None
         finally:
-            timer.cancel()
+            timers.discard(self)
+            self._task = None
 
-    def _expire(self, task: asyncio.Task[Any]) -> None:
-        self._expired = True
-        task.cancel()
+    def due(self) -> None:
+        if self._task is not None:
+            self._expired = True
+            self._task.cancel()
 
     def _seen(self, message: Message) -> Message:
         if message["type"] != "http.request" or not message.get("more_body", False):
@@ -307,30 +393,34 @@ async def watch(
 class LateWatch:
     """A `watch` of one response that starts only once `WATCH_AFTER` seconds have passed (or
     `keepalive_seconds`, when sooner): a response complete before that (most are) never gets a
-    task. The loop's timer starts it in a task of the loop's own (a timer callback runs outside
-    any task, where anyio finds no event loop); `stop` ends it, unless the response is complete,
-    when the ASGI server ends it by answering its pending `receive` with a disconnect."""
+    task, nor a timer of its own (a deadline of the loop's shared `Timers`). Its watcher calls
+    `cancel` when the client hangs up before the response is `done`, and `on_idle` every
+    `keepalive_seconds` meanwhile (`callbacks`). The shared timer starts it in a task of the loop's
+    own (a timer callback runs outside any task, where anyio finds no event loop); `stop` ends it,
+    unless the response is complete, when the ASGI server ends it by answering its pending
+    `receive` with a disconnect."""
 
-    __slots__ = ("_args", "_exchange", "_loop", "_scope", "_task", "_timer", "finished")
+    __slots__ = ("_args", "_exchange", "_scope", "_task", "_timers", "finished")
     running: ClassVar[set[asyncio.Task[None]]] = set()  # the loop holds tasks weakly: they are held here
 
     def __init__(  # noqa: PLR0913  (what `watch` takes, and where it runs)
         self,
         receive: Receive,
-        on_disconnect: Callable[[], None],
+        done: Callable[[], bool],
+        cancel: Callable[[], None],
         keepalive_seconds: float | None,
-        on_idle: Callable[[], Awaitable[bool | None]],
+        on_idle: Callable[[], Awaitable[None]],
         exchange: HttpResponse,
-        loop: asyncio.AbstractEventLoop,
+        timers: Timers,
     ) -> None:
-        self._args = (receive, on_disconnect, keepalive_seconds, on_idle)
+        self._args = (receive, done, cancel, keepalive_seconds, on_idle)
         self._exchange = exchange
-        self._loop = loop
+        self._timers = timers
         self._scope: anyio.CancelScope | None = None
         self._task: asyncio.Task[None] | None = None
         self.finished = False
         delay = WATCH_AFTER if keepalive_seconds is None else min(WATCH_AFTER, keepalive_seconds)
-        self._timer = loop.call_later(delay, self._start)
+        timers.add(self, timers.loop.time() + delay)
 
     @staticmethod
     def callbacks(
@@ -357,16 +447,18 @@ class LateWatch:
 
         return hung_up, idle
 
-    def _start(self) -> None:
+    def due(self) -> None:
         if not self.finished:
-            self._task = task = self._loop.create_task(self._run())
+            self._task = task = self._timers.loop.create_task(self._run())
             self.running.add(task)
             task.add_done_callback(self.running.discard)
 
     def stop(self) -> None:
         self.finished = True
-        self._timer.cancel()
-        if self._task is None or not self._exchange.open:
+        if self._task is None:
+            self._timers.discard(self)
+            return
+        if not self._exchange.open:
             return
         if self._scope is not None:
             self._scope.cancel()
@@ -376,8 +468,10 @@ class LateWatch:
     async def _run(self) -> None:
         if self.finished:
             return
+        receive, done, cancel, keepalive_seconds, on_idle = self._args
+        hung_up, idle = self.callbacks(done, cancel, keepalive_seconds, on_idle)
         with anyio.CancelScope() as self._scope:
-            await watch(*self._args)
+            await watch(receive, hung_up, keepalive_seconds, idle)
 
 
 async def hold(  # noqa: PLR0913  (what it waits for, and how)
@@ -386,33 +480,24 @@ async def hold(  # noqa: PLR0913  (what it waits for, and how)
     keepalive_seconds: float | None,
     on_idle: Callable[[], Awaitable[None]],
     exchange: HttpResponse,
-    loop: asyncio.AbstractEventLoop | None = None,
+    timers: Timers | None = None,
 ) -> bool:
     """Wait until `done` is set (True) or the client disconnects (False), calling `on_idle` every
     `keepalive_seconds` meanwhile. When `done` comes with `exchange` finished, the watcher is left
     to end on the server's disconnect rather than cancelled (cancelling costs more). With the
-    asyncio `loop`, the watcher starts only if the wait outlives `WATCH_AFTER` (`LateWatch`)."""
+    asyncio loop's `timers`, the watcher starts only if the wait outlives `WATCH_AFTER` (`LateWatch`)."""
     left = False
-
-    async def idle() -> bool:
-        if done.is_set():
-            return False
-        if keepalive_seconds is not None:
-            await on_idle()
-        return True
-
-    if loop is not None:
+    if timers is not None:
         if done.is_set():
             return True
         with anyio.CancelScope() as scope:
 
-            def hung_up() -> None:
+            def gone_late() -> None:
                 nonlocal left
-                if not done.is_set():
-                    left = True
-                    scope.cancel()
+                left = True
+                scope.cancel()
 
-            watcher = LateWatch(receive, hung_up, keepalive_seconds, idle, exchange, loop)
+            watcher = LateWatch(receive, done.is_set, gone_late, keepalive_seconds, on_idle, exchange, timers)
             try:
                 await done.wait()
             finally:
@@ -423,11 +508,11 @@ async def hold(  # noqa: PLR0913  (what it waits for, and how)
 
         def gone() -> None:
             nonlocal left
-            if not done.is_set():
-                left = True
-                tg.cancel_scope.cancel()
+            left = True
+            tg.cancel_scope.cancel()
 
-        tg.start_soon(watch, receive, gone, keepalive_seconds, idle)
+        hung_up, idle = LateWatch.callbacks(done.is_set, gone, keepalive_seconds, on_idle)
+        tg.start_soon(watch, receive, hung_up, keepalive_seconds, idle)
         await done.wait()
         if not exchange.finished:
             tg.cancel_scope.cancel()

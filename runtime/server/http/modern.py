@@ -15,8 +15,8 @@ refusal gets its HTTP status (400, 404) before anything is sent; then its handle
 
 Watching for that hang-up (and keeping the response alive) needs a task waiting on the ASGI
 `receive`. On asyncio it is started only once a handler has run `asgi.WATCH_AFTER` seconds
-(`LateWatch`): the many short requests run with no task, task group or cancel scope of their
-own (one loop timer, cancelled). On trio it runs next to the handler, in a task group.
+(`LateWatch`): the many short requests run with no task, task group, cancel scope or timer of
+their own (a deadline of the loop's shared timer, dropped). On trio it runs next to the handler, in a task group.
 
 Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); session ids and
 `Last-Event-ID` are ignored; POSTed notifications get 202, POSTed responses 400.
@@ -33,11 +33,9 @@ from ...core.transport import Outgoing, ReplyRoute, TransportContext
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST, http_status
 from ...protocol.routing import Rejection
-from .asgi import JSON, HttpResponse, LateWatch, Post, error_body, sse_frame, watch
+from .asgi import JSON, HttpResponse, LateWatch, Post, Timers, error_body, sse_frame, watch
 
 if TYPE_CHECKING:
-    import asyncio
-
     from ..session import ServerSession
 
 
@@ -103,18 +101,18 @@ async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
     body: bytes,
     post: Post,
     keepalive: float | None,
-    loop: asyncio.AbstractEventLoop | None = None,
+    timers: Timers | None = None,
 ) -> None:
     """Route and serve one modern request (decoded already, from `body`), answering on the POST's
     response: routed first, so a refusal gets its HTTP status; then served in this task. With the
-    asyncio `loop`, the POST's watcher starts only if the handler outlives `asgi.WATCH_AFTER`; without
-    it (trio) the watcher runs next to the handler from the start."""
+    asyncio loop's `timers`, the POST's watcher starts only if the handler outlives
+    `asgi.WATCH_AFTER`; without them (trio) the watcher runs next to the handler from the start."""
     exchange = post.exchange
     route = ModernRoute(exchange)
     context = TransportContext(
         "http", headers=post.headers, auth=post.auth, can_send_request=False, reply=route, request_scoped=True
     )
-    if loop is None:
+    if timers is None:
         incoming = IncomingRequest(request.id, request.method, request.params, context)
     else:  # the handler runs in this task: a hang-up cancels the task within the request's scope
         incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
@@ -124,11 +122,11 @@ async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
         await exchange.respond(routed.http_status, body, JSON)
         return
     incoming.route = routed
-    if loop is None:
+    if timers is None:
         await _serve_watched(session, incoming, route, post, keepalive)
         return
-    hung_up, idle = LateWatch.callbacks(route.done, incoming.cancel_scope.cancel, keepalive, route.keepalive)
-    watcher = LateWatch(post.receive, hung_up, keepalive, idle, exchange, loop)
+    cancel = incoming.cancel_scope.cancel
+    watcher = LateWatch(post.receive, route.done, cancel, keepalive, route.keepalive, exchange, timers)
     try:
         await session.serve(incoming)
     finally:

@@ -28,7 +28,7 @@ import math
 import secrets
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -39,13 +39,11 @@ from ...core.transport import Frame, Inbound, Outgoing, Transport, TransportCont
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST
 from ..session import ServerSession
-from .asgi import HttpResponse, LateWatch, Post, Receive, accepts, error_body, hold
+from .asgi import HttpResponse, LateWatch, Post, Receive, Timers, accepts, error_body, hold
 from .events import EventStore, stream_of
 from .streams import PostRoute, SseStream
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .. import Server
 
 log = logging.getLogger("mcpgen.runtime.server.http")
@@ -148,7 +146,7 @@ class HandshakeSessions:
         self.sessions: dict[str, HttpSession] = {}
         self.held: Counter[str] = Counter()  # open sessions per authenticated principal
         self.task_group: TaskGroup | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop serving (None: trio)
+        self.timers: Timers | None = None  # the request deadlines of the asyncio loop serving (None: trio)
 
     def remove(self, session: HttpSession) -> None:
         """Forget a session (once, whichever way it ended)."""
@@ -241,7 +239,13 @@ class HandshakeSessions:
         return frozenset(r.session_method for r in self.server.eras.newest_first if r.session_method is not None)
 
     def _supported(self, version: str) -> bool:
-        return version in self.server.versions and not self.server.eras.of(version).self_contained
+        return version in self._session_versions
+
+    @functools.cached_property
+    def _session_versions(self) -> frozenset[str]:
+        """The server's versions of a session era."""
+        eras = self.server.eras
+        return frozenset(v for v in self.server.versions if not eras.of(v).self_contained)
 
     async def _open(
         self, exchange: HttpResponse, request_id: wire.RequestId | None, principal: str | None
@@ -312,19 +316,24 @@ class HandshakeSessions:
             await exchange.respond(202)
             return
 
-        def on_final(final: Outgoing) -> None:
-            if opening and final.is_error:  # a refused initialize opens no session
-                session.close()
+        on_final: Callable[[Outgoing], None] | None = None
+        if opening:
+
+            def refused_opening(final: Outgoing) -> None:
+                if final.is_error:  # a refused initialize opens no session
+                    session.close()
+
+            on_final = refused_opening
 
         route = PostRoute(exchange, session.new_stream, on_final)
         context = TransportContext("http", headers=post.headers, auth=post.auth, can_send_request=True, reply=route)
-        if self.loop is not None and not opening:
+        if self.timers is not None and not opening:
             await self._serve_here(session, message, context, route, post)
             return
         if not await session.feed(Frame(data, context, decoded=message)):
             await exchange.respond(404, error_body(message.id, INVALID_REQUEST, "Session not found: it ended"))
             return
-        completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange, self.loop)
+        completed = await hold(post.receive, route.released, self.keepalive, route.keepalive, exchange, self.timers)
         await route.finish(completed)
 
     async def _serve_here(
@@ -334,7 +343,7 @@ class HandshakeSessions:
         answer is what the task waits for): no trip through the session's reader, no task of its
         own. The client hanging up is still not a cancellation: the stream is detached (later
         events are only stored, for a resumption) and the handler goes on."""
-        assert self.loop is not None
+        assert self.timers is not None
         left = False
 
         def detach() -> None:
@@ -343,8 +352,9 @@ class HandshakeSessions:
             if route.stream is not None:
                 route.stream.detach(route.exchange)
 
-        hung_up, idle = LateWatch.callbacks(route.is_released, detach, self.keepalive, route.keepalive)
-        watcher = LateWatch(post.receive, hung_up, self.keepalive, idle, post.exchange, self.loop)
+        watcher = LateWatch(
+            post.receive, route.is_released, detach, self.keepalive, route.keepalive, post.exchange, self.timers
+        )
         try:
             served = await session.session.serve_here(request, context)
         finally:
@@ -387,7 +397,7 @@ class HandshakeSessions:
                 )
                 await exchange.respond(410, error_body(None, INVALID_REQUEST, text, {"lastEventId": after}))
                 return
-            completed = await hold(receive, released, self.keepalive, stream.keepalive, exchange, self.loop)
+            completed = await hold(receive, released, self.keepalive, stream.keepalive, exchange, self.timers)
             async with stream.lock:
                 if not completed:
                     stream.detach(exchange)
