@@ -39,6 +39,13 @@ from ..server.http.security import HttpSecurity
     type=click.IntRange(min=1),
     help="Worker processes serving the one port (each imports the target).",
 )
+@click.option(
+    "--healthcheck-timeout",
+    default=30,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --workers: seconds a worker may take to answer the supervisor's health check before it is replaced.",
+)
 def serve(  # noqa: PLR0913  (click passes each option as an argument)
     target: str,
     host: str,
@@ -48,6 +55,7 @@ def serve(  # noqa: PLR0913  (click passes each option as an argument)
     allowed_origins: tuple[str, ...],
     log_level: str,
     workers: int,
+    healthcheck_timeout: int,
 ) -> None:
     """Serve FILE_OR_MODULE:ATTR (an mcpgen Server) over Streamable HTTP."""
     from ..server.http.workers import load_server
@@ -64,7 +72,16 @@ def serve(  # noqa: PLR0913  (click passes each option as an argument)
         if workers > 1:
             from ..server.http.workers import serve_workers
 
-            serve_workers(target, workers, host=host, port=port, path=path, security=security, log_level=log_level)
+            serve_workers(
+                target,
+                workers,
+                host=host,
+                port=port,
+                path=path,
+                security=security,
+                log_level=log_level,
+                healthcheck_timeout=healthcheck_timeout,
+            )
         else:
             server.run_http(host, port, path, log_level=log_level, security=security)
     except (ImportError, OSError) as exc:  # the extra is missing; the address is taken

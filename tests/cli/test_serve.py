@@ -242,3 +242,31 @@ async def test_a_server_made_protected_is_served_protected_by_the_worker_factory
     open_app = app.server.http_app(auth=None)  # explicitly unprotected
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=open_app), base_url="http://127.0.0.1") as http:
         assert (await http.post("/mcp", json=message, headers=headers)).status_code == 200
+
+
+@pytest.mark.parametrize(("given", "expected"), [([], 30), (["--healthcheck-timeout", "45"], 45)])
+def test_mcpgen_serve_workers_gives_its_workers_a_health_check_a_loaded_machine_can_meet(
+    monkeypatch: pytest.MonkeyPatch, given: list[str], expected: int
+) -> None:
+    """Defect: under load, uvicorn's supervisor replaced `mcpgen serve --workers` workers still
+    starting, because they missed its 5 s health check; the supervisor now gets 30 s (or the
+    option's value) on a socket bound with the command's port."""
+    import uvicorn.supervisors
+    from click.testing import CliRunner
+    from mcpgen.runtime.cli.serve import serve
+
+    seen: list[tuple[int, int, int]] = []
+
+    class Supervisor:  # stands in for uvicorn's Multiprocess: records what it was given
+        def __init__(self, config: uvicorn.Config, sockets: list[object]) -> None:
+            seen.append((config.workers or 0, config.timeout_worker_healthcheck, len(sockets)))
+
+        def run(self) -> None:
+            pass
+
+    monkeypatch.setattr(uvicorn.supervisors, "Multiprocess", Supervisor)
+    port = free_port()
+    args = ["examples/everything_server.py:server", "--port", str(port), "--workers", "2", *given]
+    result = CliRunner().invoke(serve, args)
+    assert result.exit_code == 0, result.output
+    assert seen == [(2, expected, 1)]

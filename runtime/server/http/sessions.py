@@ -90,6 +90,8 @@ class HttpSession:
             log.exception("HTTP session %s failed", self.id)
         finally:
             self.closed = True
+            self._out.close()  # (again, when the session failed: nothing is sent after this)
+            self._feed.close()
             server.sessions.discard(self.session)
             self.owner.remove(self)
             self.standalone.end_now()

@@ -130,9 +130,12 @@ def serve_workers(  # noqa: PLR0913  (keyword-only settings)
     path: str = "/mcp",
     security: HttpSecurity | None = None,
     log_level: str = "info",
+    healthcheck_timeout: int = 30,
 ) -> None:
     """Serve the `Server` named by `target` from `workers` processes until interrupted, with
-    uvicorn's supervisor (it restarts a worker that dies) on one socket bound here. Each worker
+    uvicorn's supervisor (it restarts a worker that dies, or one that does not answer its health
+    check within `healthcheck_timeout` seconds: uvicorn's own 5 s replaces workers still starting
+    on a loaded machine) on one socket bound here. Each worker
     imports `target` itself: handshake-era sessions live in the worker that opened them (modern
     requests are self-contained); set `MCPGEN_STATE_KEYS` so every worker reads the others'
     `requestState`, and `MCPGEN_REDIS_URL` for one change bus and task store."""
@@ -154,6 +157,7 @@ def serve_workers(  # noqa: PLR0913  (keyword-only settings)
         lifespan="on",
         log_level=log_level,
         timeout_graceful_shutdown=30,
+        timeout_worker_healthcheck=healthcheck_timeout,
     )
     try:
         Multiprocess(config, sockets=[sock]).run()
