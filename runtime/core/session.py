@@ -240,7 +240,7 @@ class Session:
         # Our pipe takes a message at once when it has room: a request is queued without a send coroutine.
         send = transport.send if transport is not None else None
         self._send_now = send.send_nowait if isinstance(send, PipeSend) else None
-        self._room: anyio.Event | None = None  # set when a request finishes while the reader waits for room
+        self._room: anyio.Event | None = None  # set when a request finishes while a POST or `drain` waits
         self._is_closed = False
         self.callbacks = OrderedWorker("notification callbacks", mark=True, buffer=CALLBACK_BUFFER)
         self.bad_frames = 0  # messages from the peer that were not JSON-RPC at all
@@ -360,9 +360,9 @@ class Session:
 
     def close(self) -> None:
         """End the session now, as when its input ends: it is closed and the peer's requests
-        running are cancelled; those waiting for room are not served. For an end decided beside
-        the input (an HTTP DELETE): the reader waiting for room reads nothing meanwhile, so it
-        would see the end of its input only once a request finished by itself."""
+        running are cancelled; those waiting for room (parked, or POSTs waiting in their own
+        tasks) are not served but refused as requests coming after the end. For an end decided
+        beside the input (an HTTP DELETE)."""
         self._close()
         for incoming in list(self._in_flight.values()):
             incoming.cancel_scope.cancel()
@@ -668,14 +668,21 @@ class Session:
         if request.id in self._in_flight:
             await self._refuse_reused_id(request, context)
             return
+        assert self._task_group is not None
         loop = running_loop()
         if loop is None:
             incoming = IncomingRequest(request.id, request.method, request.params, context)
-        else:
-            incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
-        self._launch(incoming, loop)
+            self._in_flight[request.id] = incoming
+            self._task_group.start_soon(self._serve_registered, incoming)
+            return
+        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
+        self._in_flight[request.id] = incoming
+        task = loop.create_task(self._serve_registered(incoming))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
 
     def _launch(self, incoming: IncomingRequest, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Start a parked request (as `_start` starts one that found room)."""
         assert self._task_group is not None
         self._in_flight[incoming.id] = incoming
         if loop is None:
