@@ -306,6 +306,7 @@ class Session:
                     self.close()
                     with anyio.CancelScope(shield=True):
                         await self.transport.receive.aclose()  # the reader's end: nothing reads it after this
+                        await self._refuse_parked()
                 await self._join_tasks()
                 await self.settle()
             except BaseException:
@@ -367,24 +368,17 @@ class Session:
         for incoming in list(self._in_flight.values()):
             incoming.cancel_scope.cancel()
 
-    def _refuse_backlog(self) -> None:
-        """The session ended: the parked requests are refused as requests coming after the end."""
-        if not self._backlog:
-            return
-        parked = list(self._backlog.values())
-        self._backlog.clear()
-        group = self._task_group
-        for incoming in parked:
-            if group is not None:
-                group.start_soon(self._refuse_ended, incoming.id, incoming.context.reply)
-            elif incoming.context.reply is not None:  # pragma: no cover - parked only while running
-                incoming.context.reply.request_ended()
+    async def _refuse_parked(self) -> None:
+        """The session ended: the parked requests are refused as requests coming after the end (by
+        the reader as it stops, shielded: a cancelled refusal would leave a response half sent)."""
+        while self._backlog:
+            _, incoming = self._backlog.popitem(last=False)
+            await self._refuse_ended(incoming.id, incoming.context.reply)
 
     def _close(self) -> None:
         if self._is_closed:
             return
         self._is_closed = True
-        self._refuse_backlog()
         self.callbacks.close()
         self.calls.close(lambda method: ConnectionClosed(f"the connection closed before {method} was answered"))
         self.on_closed()

@@ -552,9 +552,9 @@ async def test_past_the_backlog_a_request_is_refused_at_once_naming_the_limits()
 
 async def test_a_reused_id_is_refused_while_parked_and_parked_requests_end_with_the_session() -> None:
     peer, session = await asking(max_in_flight=1, max_backlog=4)
-    async with anyio.create_task_group() as tg:
-        await tg.start(session.run)
-        with anyio.fail_after(5):
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(session.run)
             await peer.send(call(1, "hold"))
             await peer.send(call(2, "quick"))
             await peer.send(call(2, "quick"))  # reuses a parked id
@@ -564,7 +564,7 @@ async def test_a_reused_id_is_refused_while_parked_and_parked_requests_end_with_
             refused = await peer.receive()
             assert refused["error"]["code"] == -32600 and "id" not in refused
             assert session.in_flight == 1 and session.backlog == 1
-            session.close()
-            await peer.transport.send.aclose()
-        assert session.started == [1]  # the parked request is not served by the ended session
-        assert session.backlog == 0
+            session.close()  # the running request is cancelled; the parked one is refused as the reader stops
+            await peer.transport.send.aclose()  # the input ends: the session's run returns
+    assert session.started == [1]  # the parked request is not served by the ended session
+    assert session.backlog == 0 and session.in_flight == 0
