@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _util import save, table
 from mcpgen.runtime import RequestContext, Server, ServerLimits, elicit, memory_pair
+from mcpgen.runtime.core.transport import Frame
 from mcpgen.runtime.protocol.uritemplate import UriTemplate
 
 V25, V26 = "2025-11-25", "2026-07-28"
@@ -127,18 +128,17 @@ async def fuzz(era: str, count: int, seed: int) -> dict[str, Any]:
             tg.start_soon(serve)
             if era == "handshake":
                 init = {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "f", "version": "1"}}
-                await client_end.send.send(
-                    json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init}).encode()
-                )
+                init_request = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init}
+                await client_end.send.send(Frame(json.dumps(init_request).encode()))
             for _ in range(batch):
-                await client_end.send.send(frame(rng, era == "modern"))
+                await client_end.send.send(Frame(frame(rng, era == "modern")))
                 sent += 1
             probe = {"jsonrpc": "2.0", "id": "probe", "method": "tools/list", "params": {"_meta": META}}
-            await client_end.send.send(json.dumps(probe).encode())
+            await client_end.send.send(Frame(json.dumps(probe).encode()))
             with anyio.move_on_after(10) as scope:
                 while True:
                     item = await client_end.receive.receive()
-                    if isinstance(item, bytes) and b'"id":"probe"' in item:
+                    if b'"id":"probe"' in item.data:
                         break
             if scope.cancelled_caught:
                 hangs += 1
@@ -160,9 +160,8 @@ async def flood(requests: int, bound: int) -> dict[str, Any]:
         with anyio.move_on_after(3):
             for i in range(requests):
                 params = {"_meta": META, "name": "echo", "arguments": {"text": "x" * 10_000}}
-                await client_end.send.send(
-                    json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}).encode()
-                )
+                request = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+                await client_end.send.send(Frame(json.dumps(request).encode()))
                 taken += 1
         held = tracemalloc.get_traced_memory()[0] - before
         tg.cancel_scope.cancel()

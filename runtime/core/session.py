@@ -14,9 +14,21 @@ bad input into JSON-RPC errors:
   included: only a cancellation of the request itself, or of the session, ends the handler quietly).
 
 After any of these the session keeps serving. At most `max_in_flight` requests from the peer run
-at once; past that the session stops reading until replies drain (back-pressure), so an end
-decided beside the input (an HTTP DELETE) is told with `close`: the requests running are
-cancelled, those still waiting for room refused as requests coming after the end. Each message is
+at once. Past that, the reader does not stop: a request is parked in a FIFO backlog of at most
+`max_backlog` (default: `max_in_flight`) and started, in arrival order, as a running one finishes.
+The reader goes on reading, so the answers to our own requests (a handler's elicitation or
+sampling waits for one), `notifications/cancelled` and progress are never stuck behind the bound:
+with every running handler waiting on the peer, a reader that stopped for room would wait forever.
+A `notifications/cancelled` for a parked request drops it with no answer (the spec lets a
+cancelled request go unanswered); the session's end (`close`, or its input ending) refuses the
+parked ones as requests coming after the end. When the backlog is full too, the request is
+answered at once with -32000 naming both limits (`data`: `maxInFlight`, `maxBacklog`) rather than
+the reader stopping: stopping would bring the hang back for a peer that fills the backlog, and an
+error lets the peer retry. Memory stays bounded against a flooding peer either way: at most
+`max_in_flight + max_backlog` requests are held, and a peer that writes without reading our
+answers is held by our writes blocking on its full input. On asyncio HTTP handshake sessions a
+POST waits for room in its own task (`serve_here`), counted in the same backlog bound and
+refused the same way past it. Each message is
 encoded once (`Outgoing` carries the object and its bytes) and decoded once (a transport that
 decoded a message already hands it over decoded). What a request means (which methods exist,
 params, capabilities) belongs to the subclasses: the server routes with `protocol.routing`.
@@ -34,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -76,6 +89,7 @@ log = logging.getLogger("mcpgen.runtime.core")
 
 RequestId = wire.RequestId
 DEFAULT_MAX_IN_FLIGHT = 256
+OVERLOADED = -32000  # JSON-RPC's implementation-defined server error range: past max_in_flight + max_backlog
 CALLBACK_BUFFER = 1024  # notifications whose callbacks have not run yet before the reader waits
 NO_TRANSPORT = TransportContext("none", can_send_request=False)
 
@@ -200,6 +214,7 @@ class Session:
         request_timeout: float | None = 60.0,
         max_message_bytes: int | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_backlog: int | None = None,
     ) -> None:
         self.transport = transport
         self.context = transport.context if transport is not None else NO_TRANSPORT
@@ -210,6 +225,12 @@ class Session:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         self.max_in_flight = max_in_flight
+        if max_backlog is not None and max_backlog < 0:
+            raise ValueError("max_backlog must not be negative")
+        self.max_backlog = max_in_flight if max_backlog is None else max_backlog
+        # Requests past max_in_flight, parked in arrival order (the reader goes on reading meanwhile).
+        self._backlog: OrderedDict[RequestId, IncomingRequest] = OrderedDict()
+        self._waiting_here = 0  # serve_here callers (asyncio HTTP POSTs) waiting for room
         self.calls = Correlation(self.side)
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
@@ -219,7 +240,7 @@ class Session:
         # Our pipe takes a message at once when it has room: a request is queued without a send coroutine.
         send = transport.send if transport is not None else None
         self._send_now = send.send_nowait if isinstance(send, PipeSend) else None
-        self._room: anyio.Event | None = None  # set when a request finishes while the reader waits for room
+        self._room: anyio.Event | None = None  # set when a request finishes while a POST or `drain` waits
         self._is_closed = False
         self.callbacks = OrderedWorker("notification callbacks", mark=True, buffer=CALLBACK_BUFFER)
         self.bad_frames = 0  # messages from the peer that were not JSON-RPC at all
@@ -256,6 +277,11 @@ class Session:
         return len(self._in_flight)
 
     @property
+    def backlog(self) -> int:
+        """Requests from the peer waiting for room (past `max_in_flight`)."""
+        return len(self._backlog) + self._waiting_here
+
+    @property
     def pending(self) -> int:
         """Our requests waiting for the peer's answer."""
         return len(self.calls.pending)
@@ -280,6 +306,7 @@ class Session:
                     self.close()
                     with anyio.CancelScope(shield=True):
                         await self.transport.receive.aclose()  # the reader's end: nothing reads it after this
+                        await self._refuse_parked()
                 await self._join_tasks()
                 await self.settle()
             except BaseException:
@@ -334,12 +361,19 @@ class Session:
 
     def close(self) -> None:
         """End the session now, as when its input ends: it is closed and the peer's requests
-        running are cancelled; those waiting for room are not served. For an end decided beside
-        the input (an HTTP DELETE): the reader waiting for room reads nothing meanwhile, so it
-        would see the end of its input only once a request finished by itself."""
+        running are cancelled; those waiting for room (parked, or POSTs waiting in their own
+        tasks) are not served but refused as requests coming after the end. For an end decided
+        beside the input (an HTTP DELETE)."""
         self._close()
         for incoming in list(self._in_flight.values()):
             incoming.cancel_scope.cancel()
+
+    async def _refuse_parked(self) -> None:
+        """The session ended: the parked requests are refused as requests coming after the end (by
+        the reader as it stops, shielded: a cancelled refusal would leave a response half sent)."""
+        while self._backlog:
+            _, incoming = self._backlog.popitem(last=False)
+            await self._refuse_ended(incoming.id, incoming.context.reply)
 
     def _close(self) -> None:
         if self._is_closed:
@@ -619,10 +653,11 @@ class Session:
             log.debug("ignored a transport failure for unknown or finished request %r", failure.request_id)
 
     async def _start(self, request: wire.Request, context: TransportContext) -> None:
-        if len(self._in_flight) >= self.max_in_flight:  # back-pressure: stop reading until one finishes
-            await self._wait_for_room()
-        if self._is_closed:  # ended (`close`) while the reader waited: refused as a request coming after the end
-            await self._refuse_ended(request, context.reply)
+        if len(self._in_flight) >= self.max_in_flight:  # no room: park it, keep reading
+            await self._park(request, context)
+            return
+        if self._is_closed:  # ended (`close`) before the reader got here: a request coming after the end
+            await self._refuse_ended(request.id, context.reply)
             return
         if request.id in self._in_flight:
             await self._refuse_reused_id(request, context)
@@ -640,6 +675,72 @@ class Session:
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 
+    def _launch(self, incoming: IncomingRequest, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Start a parked request (as `_start` starts one that found room)."""
+        assert self._task_group is not None
+        self._in_flight[incoming.id] = incoming
+        if loop is None:
+            self._task_group.start_soon(self._serve_registered, incoming)
+            return
+        task = loop.create_task(self._serve_registered(incoming))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    async def _park(self, request: wire.Request, context: TransportContext) -> None:
+        """Past `max_in_flight`: into the backlog (started as room frees), or refused when it is full."""
+        if self._is_closed:
+            await self._refuse_ended(request.id, context.reply)
+            return
+        if request.id in self._in_flight or request.id in self._backlog:
+            await self._refuse_reused_id(request, context)
+            return
+        if len(self._backlog) + self._waiting_here >= self.max_backlog:
+            await self._refuse_overloaded(request, context)
+            return
+        scope = TaskScope() if running_loop() is not None else anyio.CancelScope()
+        self._backlog[request.id] = IncomingRequest(request.id, request.method, request.params, context, scope)
+
+    async def _refuse_overloaded(self, request: wire.Request, context: TransportContext) -> None:
+        log.warning("refused a %s request: %d running, %d waiting", request.method, self.in_flight, self.backlog)
+        message = (
+            f"too many requests: {self.max_in_flight} running and {self.max_backlog} waiting "
+            f"(max_in_flight={self.max_in_flight}, max_backlog={self.max_backlog}); retry once answers arrive"
+        )
+        data = {"maxInFlight": self.max_in_flight, "maxBacklog": self.max_backlog}
+        await self._reply_quietly(wire.error(request.id, OVERLOADED, message, data), context.reply)
+        if context.reply is not None:
+            context.reply.request_ended()
+
+    def _start_parked(self) -> None:
+        """Room freed: start the parked requests in arrival order while there is room."""
+        backlog = self._backlog
+        loop = running_loop()
+        while backlog and len(self._in_flight) < self.max_in_flight and not self._is_closed:
+            _, incoming = backlog.popitem(last=False)
+            if incoming.id in self._in_flight:  # taken meanwhile by a request served in its own task
+                assert self._task_group is not None
+                self._task_group.start_soon(self._refuse_parked_reuse, incoming)
+                continue
+            self._launch(incoming, loop)
+
+    async def _refuse_parked_reuse(self, incoming: IncomingRequest) -> None:
+        request = wire.Request(incoming.id, incoming.method, incoming.params)
+        try:
+            await self._refuse_reused_id(request, incoming.context)
+        finally:
+            if incoming.context.reply is not None:
+                incoming.context.reply.request_ended()
+
+    def _drop_parked(self, target: RequestId) -> bool:
+        """A `notifications/cancelled` for a parked request: dropped, unanswered."""
+        incoming = self._backlog.get(target)
+        if incoming is None or not self.accepts_cancel(incoming):
+            return False
+        del self._backlog[target]
+        if incoming.context.reply is not None:
+            incoming.context.reply.request_ended()
+        return True
+
     async def serve_here(self, request: wire.Request, context: TransportContext) -> bool:
         """Serve a request from the peer in the calling task (asyncio), as `_start` would on a task
         of its own: a reply route's task (a handshake-era HTTP POST) waits for its answer anyway.
@@ -648,7 +749,14 @@ class Session:
         if self._task_group is None or self._is_closed:
             return False
         if len(self._in_flight) >= self.max_in_flight:
-            await self._wait_for_room()
+            if len(self._backlog) + self._waiting_here >= self.max_backlog:  # the reader's rule: refused
+                await self._refuse_overloaded(request, context)
+                return True
+            self._waiting_here += 1
+            try:
+                await self._wait_for_room()
+            finally:
+                self._waiting_here -= 1
             if self._is_closed:  # it ended while this waited: as for a request coming after the end
                 return False
         if request.id in self._in_flight:  # (checked after the wait: a request waiting with it may have it now)
@@ -659,12 +767,12 @@ class Session:
         await self._serve_registered(incoming)
         return True
 
-    async def _refuse_ended(self, request: wire.Request, route: ReplyRoute | None) -> None:
-        """A request the session ended before serving (`close` while the reader waited for room):
-        its route answers it as a request coming after the end (a pipe's is gone with the pipe)."""
+    async def _refuse_ended(self, request_id: RequestId, route: ReplyRoute | None) -> None:
+        """A request the session ended before serving (`close` while it was parked): its route
+        answers it as a request coming after the end (a pipe's is gone with the pipe)."""
         if route is None:
             return
-        error = wire.error(request.id, INVALID_REQUEST, f"the session ended before request {request.id!r} could start")
+        error = wire.error(request_id, INVALID_REQUEST, f"the session ended before request {request_id!r} could start")
         try:
             await route.refuse_ended(Outgoing(wire.dumps(error), message=error))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, McpRuntimeError):
@@ -696,6 +804,8 @@ class Session:
             await self.serve(incoming)
         finally:
             self._in_flight.pop(incoming.id, None)
+            if self._backlog:
+                self._start_parked()
             if self._room is not None:
                 self._room.set()
 
@@ -749,8 +859,11 @@ class Session:
         if method == "notifications/cancelled":
             target = (params or {}).get("requestId")
             incoming = self._in_flight.get(target) if wire.is_request_id(target) else None
-            if incoming is not None and self.accepts_cancel(incoming):
-                incoming.cancel_scope.cancel()
+            if incoming is not None:
+                if self.accepts_cancel(incoming):
+                    incoming.cancel_scope.cancel()
+            elif self._backlog and wire.is_request_id(target):
+                self._drop_parked(target)
         elif method == "notifications/progress":
             await self.calls.progress(params or {})
             return

@@ -116,7 +116,11 @@ class SessionOptions(TypedDict, total=False):
     max_message_bytes: int | None
     """The largest message accepted (default: the transport's limit)."""
     max_in_flight: int
-    """How many of the client's requests are served at once (default 256; later ones wait)."""
+    """How many of the client's requests are served at once (default 256; later ones wait in the
+    backlog, started in arrival order as room frees)."""
+    max_backlog: int | None
+    """How many of the client's requests may wait for room past `max_in_flight` (default: as many
+    as `max_in_flight`); past both, a request is answered at once with -32000 naming the limits."""
 
 
 class HttpOptions(TypedDict, total=False):

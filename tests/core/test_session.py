@@ -416,3 +416,155 @@ async def test_the_reader_closes_its_input_when_the_session_ends(how: str) -> No
         assert session.closed
         with pytest.raises(anyio.ClosedResourceError):
             inbound.receive_nowait()
+
+
+# -- back-pressure: requests past max_in_flight are parked, the reader goes on reading ---------------
+
+
+class Asking(Session):
+    """A server-side session whose `ask` handler waits on an answer from the peer (as an
+    elicitation or a sampling request does); `hold` waits until cancelled; `quick` answers at once."""
+
+    side = "server"
+
+    def __init__(self, transport: Transport, **options: Any) -> None:
+        super().__init__(transport, request_timeout=None, **options)
+        self.started: list[Any] = []
+
+    async def handle_request(self, request: Any) -> Any:
+        self.started.append(request.id)
+        if request.method == "ask":
+            return {"peer said": await self.send_request("peer/question", {"for": request.id})}
+        if request.method == "hold":
+            await anyio.Event().wait()
+        return {"id": request.id}
+
+
+async def asking(**options: Any) -> Any:
+    from mcpgen.runtime.core.memory import memory_pair
+    from support.peers import RawPeer
+
+    peer_end, session_end = memory_pair()
+    return RawPeer(peer_end), Asking(session_end, **options)
+
+
+def call(id: Any, method: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "method": method}
+
+
+def cancel(id: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}
+
+
+@pytest.mark.parametrize("bound", [1, 2])
+async def test_handlers_waiting_on_the_peer_past_max_in_flight_do_not_hang(bound: int) -> None:
+    """Defect: past `max_in_flight` the reader waited for room, so the answers every running
+    handler waited for were never read: with all of them waiting on the peer and one more request
+    in, nothing moved again (a hang). Each step here completes at once when the reader reads on."""
+    peer, session = await asking(max_in_flight=bound)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        with anyio.fail_after(5):  # measures the session: every step is immediate when correct
+            questions = []
+            for i in range(bound):
+                await peer.send(call(i, "ask"))
+                questions.append(await peer.receive())
+            await peer.send(call("extra", "ask"))  # past the bound: parked
+            for question in questions:  # the answers the running handlers wait for
+                await peer.send({"jsonrpc": "2.0", "id": question["id"], "result": {"ok": question["params"]["for"]}})
+            replies = {}
+            while len(replies) < bound:
+                message = await peer.receive()
+                if "method" in message:  # the parked request started and asks too
+                    assert message["params"] == {"for": "extra"}
+                    await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"ok": "extra"}})
+                    continue
+                replies[message["id"]] = message["result"]
+            if "extra" not in replies:
+                message = await peer.receive()
+                if "method" in message:
+                    await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"ok": "extra"}})
+                    message = await peer.receive()
+                replies[message["id"]] = message["result"]
+        assert replies == {
+            **{i: {"peer said": {"ok": i}} for i in range(bound)},
+            "extra": {"peer said": {"ok": "extra"}},
+        }
+        assert session.in_flight == 0 and session.backlog == 0
+        tg.cancel_scope.cancel()
+
+
+async def test_a_cancellation_of_a_running_request_is_read_while_a_request_waits_for_room() -> None:
+    """Defect: the reader waiting for room could not read the peer's `notifications/cancelled` for
+    the request holding the room, so neither ever finished."""
+    peer, session = await asking(max_in_flight=1)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        with anyio.fail_after(5):
+            await peer.send(call(1, "hold"))
+            await peer.send(call(2, "quick"))  # parked behind 1
+            await peer.send(cancel(1))
+            reply = await peer.receive()
+        assert reply == {"jsonrpc": "2.0", "id": 2, "result": {"id": 2}}  # 1 was cancelled: no answer
+        assert session.started == [1, 2]
+        tg.cancel_scope.cancel()
+
+
+async def test_parked_requests_start_in_arrival_order_and_a_cancelled_one_is_dropped_unanswered() -> None:
+    peer, session = await asking(max_in_flight=1, max_backlog=3)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        with anyio.fail_after(5):
+            await peer.send(call(1, "ask"))
+            question = await peer.receive()
+            for id in (2, 3, 4):
+                await peer.send(call(id, "quick"))
+            await peer.send(cancel(3))  # parked: dropped, never started, never answered
+            await peer.send(call(5, "quick"))  # the backlog has room again
+            await peer.send({"jsonrpc": "2.0", "id": question["id"], "result": {"ok": 1}})
+            replies = [await peer.receive() for _ in range(4)]
+        assert [reply["id"] for reply in replies] == [1, 2, 4, 5]
+        assert session.started == [1, 2, 4, 5]
+        tg.cancel_scope.cancel()
+
+
+async def test_past_the_backlog_a_request_is_refused_at_once_naming_the_limits() -> None:
+    """The backlog full too: the request is answered -32000 at once (the reader never stops, so
+    the answers the running handlers wait for still arrive), and served ones are unaffected."""
+    peer, session = await asking(max_in_flight=1, max_backlog=1)
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        with anyio.fail_after(5):
+            await peer.send(call(1, "ask"))
+            question = await peer.receive()
+            await peer.send(call(2, "quick"))  # parked
+            await peer.send(call(3, "quick"))  # refused
+            refused = await peer.receive()
+            await peer.send({"jsonrpc": "2.0", "id": question["id"], "result": {"ok": 1}})
+            served = [await peer.receive() for _ in range(2)]
+        assert refused["id"] == 3 and refused["error"]["code"] == -32000
+        assert refused["error"]["data"] == {"maxInFlight": 1, "maxBacklog": 1}
+        assert "max_in_flight=1" in refused["error"]["message"]
+        assert [reply["id"] for reply in served] == [1, 2]
+        assert session.started == [1, 2]
+        tg.cancel_scope.cancel()
+
+
+async def test_a_reused_id_is_refused_while_parked_and_parked_requests_end_with_the_session() -> None:
+    peer, session = await asking(max_in_flight=1, max_backlog=4)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(session.run)
+            await peer.send(call(1, "hold"))
+            await peer.send(call(2, "quick"))
+            await peer.send(call(2, "quick"))  # reuses a parked id
+            refused = await peer.receive()
+            assert refused["error"]["code"] == -32600 and "id" not in refused
+            await peer.send(call(1, "quick"))  # reuses the running id
+            refused = await peer.receive()
+            assert refused["error"]["code"] == -32600 and "id" not in refused
+            assert session.in_flight == 1 and session.backlog == 1
+            session.close()  # the running request is cancelled; the parked one is refused as the reader stops
+            await peer.transport.send.aclose()  # the input ends: the session's run returns
+    assert session.started == [1]  # the parked request is not served by the ended session
+    assert session.backlog == 0 and session.in_flight == 0

@@ -132,7 +132,9 @@ async def test_a_timeout_is_a_deadline_for_the_whole_call_even_when_sending_bloc
 
 
 async def test_a_flooding_peer_is_held_to_the_in_flight_bound() -> None:
-    """A peer writes requests and reads nothing: the server stops reading past its bound."""
+    """A peer writes requests and reads nothing: the server runs `max_in_flight`, parks `max_backlog`
+    more, refuses the rest at once with -32000, and stops reading only when those
+    refusals fill the peer's unread input: what it takes in and holds stays bounded."""
     server = make_server()
     started = anyio.Event()
     release = anyio.Event()
@@ -147,22 +149,29 @@ async def test_a_flooding_peer_is_held_to_the_in_flight_bound() -> None:
     peer = RawPeer(client_end)
     sent = 0
     async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: server.serve(server_end, max_in_flight=8))
+        tg.start_soon(lambda: server.serve(server_end, max_in_flight=8, max_backlog=4))
         with anyio.move_on_after(2):  # stops when the server stops reading (our sends block)
             for i in range(10_000):
                 params = {"name": "wait", "_meta": meta()}
                 await peer.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params})
                 sent += 1
         session = next(iter(server.sessions))
-        assert session.in_flight <= 8
-        assert sent <= 8 + 4 + 1, f"the server accepted {sent} requests while serving only 8"
+        assert session.in_flight == 8 and session.backlog == 4
+        # run + parked + refusals the peer has not read + its unread input + the send under way
+        assert sent <= 8 + 4 + 4 + 4 + 1, f"the server accepted {sent} requests while serving only 8"
         release.set()
-        answered = 0
+        done = refused = 0
         with anyio.fail_after(30):
-            while answered < sent:
+            while done + refused < sent:
                 reply = await peer.receive()
-                assert reply["result"]["content"][0]["text"] == "done"
-                answered += 1
+                if "error" in reply:
+                    assert reply["error"]["code"] == -32000
+                    assert reply["error"]["data"] == {"maxInFlight": 8, "maxBacklog": 4}
+                    refused += 1
+                else:
+                    assert reply["result"]["content"][0]["text"] == "done"
+                    done += 1
+        assert done >= 12 and refused > 0  # (those still unread when room came back are served too)
         tg.cancel_scope.cancel()
 
 

@@ -242,7 +242,9 @@ async def test_posts_waiting_for_room_all_get_their_answers() -> None:
         assert answers == {1: 1, 2: 2, 3: 3, 4: 4}
 
 
-async def test_a_post_waiting_for_room_when_its_session_is_deleted_gets_404_and_nothing_stays_in_flight() -> None:
+async def test_a_post_waiting_for_room_when_its_session_is_deleted_gets_404_and_nothing_stays_in_flight(
+    anyio_backend: str,
+) -> None:
     """DELETE while a POST waits for room past `max_in_flight`: the running request is cancelled,
     the waiting one gets the 404 of a request arriving after the end (it is not served by the ended
     session), and the session counts nothing in flight."""
@@ -278,7 +280,10 @@ async def test_a_post_waiting_for_room_when_its_session_is_deleted_gets_404_and_
                 tg.start_soon(posting, "blocked", 1)
                 await started.wait()
                 tg.start_soon(posting, "add", 2)
-                await waiting.wait()
+                if anyio_backend == "asyncio":  # the POST waits for room in its own task
+                    await waiting.wait()
+                else:  # the session's reader parks it (and reads on)
+                    await wait_for(lambda: inner.backlog == 1)
                 assert (await client.send("DELETE", None, {"mcp-session-id": sid})).status == 200
             after = await call(client, sid, 3, "add", {"a": 1, "b": 2})  # a request coming after the end
             for reply, id in ((replies["add"], 2), (after, 3)):
@@ -293,7 +298,7 @@ async def test_two_posts_waiting_for_room_with_one_id_are_not_both_served(anyio_
     """Two POSTs of one request id waiting for room: the id is checked once there is room, so
     the second to get room while the first runs is refused as a reuse (not served beside it,
     answered with the same id and counted once). (On trio the session's reader takes them in
-    turn: the second waits for room once the first runs.)"""
+    turn: it parks the first and refuses the second as a reuse of a parked id.)"""
     server = make_server()
     gates = {n: anyio.Event() for n in (1, 2, 5, 6)}
     entered: set[int] = set()
@@ -342,7 +347,10 @@ async def test_two_posts_waiting_for_room_with_one_id_are_not_both_served(anyio_
                     await until(lambda n=n: n in entered)  # type: ignore[misc]
                 tg.start_soon(calling, 5, 5)
                 tg.start_soon(calling, 5, 6)
-                await until(lambda: waiters == (2 if anyio_backend == "asyncio" else 1))
+                if anyio_backend == "asyncio":  # both POSTs wait for room in their own tasks
+                    await until(lambda: waiters == 2)
+                else:  # the reader parked the first and refused the second at once (its id is parked)
+                    await until(lambda: len(answers) == 1)
                 gates[1].set()  # room for one of them
                 await until(lambda: 5 in entered or 6 in entered)
                 first = 5 if 5 in entered else 6
