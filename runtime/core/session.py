@@ -694,7 +694,7 @@ class Session:
         if request.id in self._in_flight or request.id in self._backlog:
             await self._refuse_reused_id(request, context)
             return
-        if len(self._backlog) + self._waiting_here >= self.max_backlog:
+        if self.backlog >= self.max_backlog:
             await self._refuse_overloaded(request, context)
             return
         scope = TaskScope() if running_loop() is not None else anyio.CancelScope()
@@ -749,7 +749,7 @@ class Session:
         if self._task_group is None or self._is_closed:
             return False
         if len(self._in_flight) >= self.max_in_flight:
-            if len(self._backlog) + self._waiting_here >= self.max_backlog:  # the reader's rule: refused
+            if self.backlog >= self.max_backlog:  # the reader's rule: refused
                 await self._refuse_overloaded(request, context)
                 return True
             self._waiting_here += 1
