@@ -27,8 +27,8 @@ the reader stopping: stopping would bring the hang back for a peer that fills th
 error lets the peer retry. Memory stays bounded against a flooding peer either way: at most
 `max_in_flight + max_backlog` requests are held, and a peer that writes without reading our
 answers is held by our writes blocking on its full input. On asyncio HTTP handshake sessions a
-POST waits for room in its own task (`serve_here`), counted in the same backlog bound and
-refused the same way past it. Each message is
+POST waits for room in its own task (`serve_here`), counted in the same backlog bound, refused
+the same way past it and dropped the same way by a cancellation. Each message is
 encoded once (`Outgoing` carries the object and its bytes) and decoded once (a transport that
 decoded a message already hands it over decoded). What a request means (which methods exist,
 params, capabilities) belongs to the subclasses: the server routes with `protocol.routing`.
@@ -231,6 +231,8 @@ class Session:
         # Requests past max_in_flight, parked in arrival order (the reader goes on reading meanwhile).
         self._backlog: OrderedDict[RequestId, IncomingRequest] = OrderedDict()
         self._waiting_here = 0  # serve_here callers (asyncio HTTP POSTs) waiting for room
+        # Those callers by request id (a peer's `notifications/cancelled` drops them as it drops parked ones).
+        self._here: dict[RequestId, list[IncomingRequest]] = {}
         self.calls = Correlation(self.side)
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
@@ -732,9 +734,15 @@ class Session:
                 incoming.context.reply.request_ended()
 
     def _drop_parked(self, target: RequestId) -> bool:
-        """A `notifications/cancelled` for a parked request: dropped, unanswered."""
+        """A `notifications/cancelled` for a request waiting for room (parked, or a `serve_here`
+        caller waiting in its own task): dropped, unanswered."""
         incoming = self._backlog.get(target)
-        if incoming is None or not self.accepts_cancel(incoming):
+        if incoming is None:
+            waiting = [waiting for waiting in self._here.get(target, ()) if self.accepts_cancel(waiting)]
+            for each in waiting:  # (its caller ends the request: `serve_here`)
+                each.cancel_scope.cancel()
+            return bool(waiting)
+        if not self.accepts_cancel(incoming):
             return False
         del self._backlog[target]
         if incoming.context.reply is not None:
@@ -742,9 +750,9 @@ class Session:
         return True
 
     async def serve_here(self, request: wire.Request, context: TransportContext) -> bool:
-        """Serve a request from the peer in the calling task (asyncio), as `_start` would on a task
-        of its own: a reply route's task (a handshake-era HTTP POST) waits for its answer anyway.
-        It is in flight meanwhile (the peer cancels it, closing the session cancels it). False,
+        """Serve a request from the peer in the calling task, as `_start` would on a task of its
+        own (used on asyncio): a reply route's task (a handshake-era HTTP POST) waits for its
+        answer anyway. It is in flight meanwhile (the peer cancels it, closing the session cancels it). False,
         with nothing done, when the session is not running (not yet, or no more)."""
         if self._task_group is None or self._is_closed:
             return False
@@ -752,20 +760,38 @@ class Session:
             if self.backlog >= self.max_backlog:  # the reader's rule: refused
                 await self._refuse_overloaded(request, context)
                 return True
-            self._waiting_here += 1
-            try:
-                await self._wait_for_room()
-            finally:
-                self._waiting_here -= 1
+            if await self._wait_here(request, context):  # cancelled by the peer meanwhile: no answer
+                if context.reply is not None:
+                    context.reply.request_ended()
+                return True
             if self._is_closed:  # it ended while this waited: as for a request coming after the end
                 return False
         if request.id in self._in_flight:  # (checked after the wait: a request waiting with it may have it now)
             await self._refuse_reused_id(request, context)
             return True
-        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
+        scope = TaskScope() if running_loop() is not None else anyio.CancelScope()  # (any backend)
+        incoming = IncomingRequest(request.id, request.method, request.params, context, scope)
         self._in_flight[request.id] = incoming
         await self._serve_registered(incoming)
         return True
+
+    async def _wait_here(self, request: wire.Request, context: TransportContext) -> bool:
+        """`serve_here` past `max_in_flight`: wait for room in the caller's task, counted in the
+        backlog. True when a `notifications/cancelled` for its id dropped it meanwhile (as a parked
+        request is dropped), also when the drop came as room freed, before this task resumed."""
+        waiting = IncomingRequest(request.id, request.method, request.params, context)
+        self._here.setdefault(request.id, []).append(waiting)
+        self._waiting_here += 1
+        try:
+            with waiting.cancel_scope:
+                await self._wait_for_room()
+        finally:
+            self._waiting_here -= 1
+            same_id = self._here[request.id]
+            same_id.remove(waiting)
+            if not same_id:
+                del self._here[request.id]
+        return waiting.cancel_scope.cancel_called
 
     async def _refuse_ended(self, request_id: RequestId, route: ReplyRoute | None) -> None:
         """A request the session ended before serving (`close` while it was parked): its route
@@ -862,7 +888,7 @@ class Session:
             if incoming is not None:
                 if self.accepts_cancel(incoming):
                     incoming.cancel_scope.cancel()
-            elif self._backlog and wire.is_request_id(target):
+            elif (self._backlog or self._here) and wire.is_request_id(target):
                 self._drop_parked(target)
         elif method == "notifications/progress":
             await self.calls.progress(params or {})

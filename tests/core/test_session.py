@@ -10,7 +10,8 @@ import pytest
 from mcpgen.runtime import McpError, RequestContext, Server, ServerAdvertising
 from mcpgen.runtime.core.session import Session
 from mcpgen.runtime.core.stdio import LineSplitter
-from mcpgen.runtime.core.transport import Frame, Inbound, Outgoing, Oversized, Transport
+from mcpgen.runtime.core.transport import Frame, Inbound, Outgoing, Oversized, ReplyRoute, Transport, TransportContext
+from mcpgen.runtime.protocol import wire
 from support.peers import V25, V26, meta, raw_server
 
 pytestmark = pytest.mark.anyio
@@ -430,12 +431,14 @@ class Asking(Session):
     def __init__(self, transport: Transport, **options: Any) -> None:
         super().__init__(transport, request_timeout=None, **options)
         self.started: list[Any] = []
+        self.holding = anyio.Event()  # set once a `hold` handler runs
 
     async def handle_request(self, request: Any) -> Any:
         self.started.append(request.id)
         if request.method == "ask":
             return {"peer said": await self.send_request("peer/question", {"for": request.id})}
         if request.method == "hold":
+            self.holding.set()
             await anyio.Event().wait()
         return {"id": request.id}
 
@@ -568,3 +571,57 @@ async def test_a_reused_id_is_refused_while_parked_and_parked_requests_end_with_
             await peer.transport.send.aclose()  # the input ends: the session's run returns
     assert session.started == [1]  # the parked request is not served by the ended session
     assert session.backlog == 0 and session.in_flight == 0
+
+
+class Recording(ReplyRoute):
+    """A reply route that keeps what it is sent and notes when its request is over."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.ended = anyio.Event()
+
+    async def send(self, item: Outgoing, *, final: bool) -> None:
+        self.sent.append(item.message)
+
+    def request_ended(self) -> None:
+        self.ended.set()
+
+
+async def test_a_request_waiting_for_room_in_its_own_task_is_dropped_by_a_cancellation() -> None:
+    """Defect (asyncio HTTP sessions): a request waiting for room in its own task (`serve_here`,
+    past `max_in_flight`) was not dropped by a `notifications/cancelled` for its id, as a parked
+    one is: it ran once room freed. Now it ends unanswered and nothing stays counted."""
+    peer, session = await asking(max_in_flight=1)
+    route = Recording()
+    served: list[bool] = []
+    waiting = anyio.Event()
+    wait_for_room = session._wait_for_room
+
+    async def noted_wait_for_room() -> None:
+        waiting.set()
+        await wait_for_room()
+
+    session._wait_for_room = noted_wait_for_room
+
+    async def here() -> None:
+        served.append(await session.serve_here(wire.Request(2, "quick", None), TransportContext("t", reply=route)))
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        with anyio.fail_after(5):  # a hang guard: every step is immediate
+            await peer.send(call(1, "hold"))  # holds the only room
+            await session.holding.wait()
+            tg.start_soon(here)
+            await waiting.wait()
+            assert session.backlog == 1
+            await peer.send(cancel(2))  # for the one waiting in its own task
+            await peer.send(cancel(1))  # frees the room (read after the first: the drop came first)
+            await route.ended.wait()
+            await peer.send(call(3, "quick"))  # served once 1 is gone (max_in_flight=1)
+            reply = await peer.receive()
+            await session.drain()
+        assert reply == {"jsonrpc": "2.0", "id": 3, "result": {"id": 3}}
+        assert served == [True] and route.sent == []  # ended with no answer
+        assert session.started == [1, 3]  # 2 never served
+        assert session.in_flight == 0 and session.backlog == 0
+        tg.cancel_scope.cancel()

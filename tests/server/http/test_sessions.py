@@ -365,6 +365,67 @@ async def test_two_posts_waiting_for_room_with_one_id_are_not_both_served(anyio_
         assert inner.in_flight == 0
 
 
+async def test_a_post_waiting_for_room_is_dropped_by_a_cancellation_for_its_id() -> None:
+    """Defect (asyncio): a POST waiting for room past `max_in_flight` in its own task was not
+    dropped by a `notifications/cancelled` for its id (a request the reader parks is): it ran once
+    room freed. Now it is answered as a cancelled request is (no result) and nothing stays counted."""
+    server = make_server()
+    started = anyio.Event()
+    ran: list[str] = []
+
+    @server.tool()
+    async def blocked() -> str:
+        started.set()
+        await anyio.Event().wait()  # until cancelled
+        return "never"
+
+    @server.tool()
+    def counted() -> str:
+        ran.append("counted")
+        return "ran"
+
+    app = server.http_app()
+    async with asgi_client(app) as client:
+        sid = await open_session(client)
+        inner = app.sessions.sessions[sid].session
+        inner.max_in_flight = 1
+        waiting = anyio.Event()
+        wait_for_room, park = inner._wait_for_room, inner._park
+
+        async def noted_wait_for_room() -> None:  # asyncio: the POST waits for room in its own task
+            waiting.set()
+            await wait_for_room()
+
+        async def noted_park(*args: Any) -> None:  # trio: the session's reader parks it
+            await park(*args)
+            waiting.set()
+
+        inner._wait_for_room = noted_wait_for_room  # type: ignore[method-assign]
+        inner._park = noted_park  # type: ignore[method-assign]
+        replies: dict[int, Reply] = {}
+
+        async def posting(id: int, name: str) -> None:
+            replies[id] = await call(client, sid, id, name, {})
+
+        def cancelled(id: int) -> dict[str, Any]:
+            return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}
+
+        with anyio.fail_after(30):  # a hang guard
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(posting, 1, "blocked")
+                await started.wait()
+                tg.start_soon(posting, 2, "counted")
+                await waiting.wait()
+                assert inner.backlog == 1
+                for id in (2, 1):  # read in this order: 2 is dropped before 1's end frees the room
+                    assert (await client.post(cancelled(id), session(sid))).status == 202
+            await inner.drain()
+        for id in (1, 2):  # both cancelled: no answer
+            assert replies[id].status == 200 and await replies[id].read() == b""
+        assert ran == []
+        assert inner.in_flight == 0 and inner.backlog == 0
+
+
 async def wait_for(condition: Any) -> None:
     while not condition():
         await anyio.sleep(0.001)
