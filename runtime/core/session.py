@@ -456,8 +456,11 @@ class Session:
         reports the call held up by an authorization, then restarted); `sent` is set once the
         request is on its way. On timeout or
         cancellation the peer is told (`notifications/cancelled`, where the protocol allows it)
-        without holding the caller, and `RequestTimeout` (or the cancellation) propagates.
+        without holding the caller, and `RequestTimeout` (or the cancellation) propagates. On a
+        closed session (a reply route given or not) it fails at once with `ConnectionClosed`.
         """
+        if self._is_closed:  # (checked here for a reply route's call too: nothing would ever answer it)
+            raise ConnectionClosed(f"the connection is closed: {method} was not sent")
         if request_id is None:
             request_id = self.calls.next_id()
         pending = self.calls.open(request_id, method, on_progress)

@@ -12,6 +12,7 @@ from mcpgen.runtime.core.session import Session
 from mcpgen.runtime.core.stdio import LineSplitter
 from mcpgen.runtime.core.transport import Frame, Inbound, Outgoing, Oversized, ReplyRoute, Transport, TransportContext
 from mcpgen.runtime.protocol import wire
+from mcpgen.runtime.protocol.errors import ConnectionClosed
 from support.peers import V25, V26, meta, raw_server
 
 pytestmark = pytest.mark.anyio
@@ -624,4 +625,20 @@ async def test_a_request_waiting_for_room_in_its_own_task_is_dropped_by_a_cancel
         assert served == [True] and route.sent == []  # ended with no answer
         assert session.started == [1, 3]  # 2 never served
         assert session.in_flight == 0 and session.backlog == 0
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("routed", [False, True])
+async def test_a_request_sent_after_the_session_closed_fails_at_once(routed: bool) -> None:
+    """Defect: with a reply route (a handshake-era HTTP POST's), a request sent after the session
+    closed opened a call that only its timeout ended (none: never). It fails at once with the
+    `ConnectionClosed` a call on a closed session gets, nothing sent and nothing left pending."""
+    _peer, session = await asking()
+    route = Recording()
+    async with anyio.create_task_group() as tg:
+        await tg.start(session.run)
+        session.close()
+        with anyio.fail_after(5), pytest.raises(ConnectionClosed):  # a hang guard: it fails at once
+            await session.send_request("peer/question", None, timeout=None, route=route if routed else None)
+        assert route.sent == [] and session.pending == 0
         tg.cancel_scope.cancel()
