@@ -8,6 +8,10 @@ twice. Redis pub/sub is fire-and-forget: a process that is down or reconnecting 
 (a listen stream it held ended anyway; its client reconnects and lists again).
 
 It uses redis-py's asyncio client, so the server must run on asyncio (uvicorn does).
+
+Changes published while the bus is not running (before it starts, between a stop and a restart)
+wait, up to `OUTBOX` of them, and are published once it runs. The stream the publisher reads is
+opened when the bus starts and closed when it stops, what it still holds kept for the next run.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import logging
 import math
 import os
 import secrets
+from collections import deque
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..protocol.changes import Change
 from .bus import Deliver, decode_change, encode_change
@@ -49,18 +55,52 @@ class RedisBus:
         self.channel = channel
         self.origin = secrets.token_hex(8)
         self._client = client
-        self._outbox, self._pending = anyio.create_memory_object_stream[bytes](OUTBOX)
+        self._waiting: deque[bytes] = deque()  # published while the bus is not running
+        # The publisher's stream, open while the bus runs (shared by runs at the same time).
+        self._outbox: MemoryObjectSendStream[bytes] | None = None
+        self._pending: MemoryObjectReceiveStream[bytes] | None = None
+        self._runs = 0
         self.subscribed = anyio.Event()  # set once this process receives the channel's messages
         self.connect_timeout = 10.0
         self.retry_seconds = 1.0
 
     def publish(self, change: Change) -> None:
-        try:
-            self._outbox.send_nowait(encode_change(change, self.origin))
-        except anyio.WouldBlock:
-            log.warning("the Redis bus is not keeping up; dropped %s", change.method)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
+        data = encode_change(change, self.origin)
+        if self._outbox is None:  # not running: kept for the next run, as many as the outbox holds
+            if len(self._waiting) < OUTBOX:
+                self._waiting.append(data)
+                return
+        else:
+            try:
+                self._outbox.send_nowait(data)
+                return
+            except anyio.WouldBlock:
+                pass
+        log.warning("the Redis bus is not keeping up; dropped %s", change.method)
+
+    def _open(self) -> MemoryObjectReceiveStream[bytes]:
+        """A run starts: the publisher's stream, with what was published while none ran."""
+        self._runs += 1
+        if self._pending is None:
+            self._outbox, self._pending = anyio.create_memory_object_stream[bytes](OUTBOX)
+            while self._waiting:
+                self._outbox.send_nowait(self._waiting.popleft())
+        return self._pending
+
+    def _close(self) -> None:
+        """A run stops: the last one closes the stream, keeping what it held for the next run."""
+        self._runs -= 1
+        if self._runs or self._outbox is None or self._pending is None:
+            return
+        outbox, pending = self._outbox, self._pending
+        self._outbox = self._pending = None
+        outbox.close()
+        while True:
+            try:
+                self._waiting.append(pending.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                break
+        pending.close()
 
     async def run(self, deliver: Deliver, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Publish and receive until cancelled; `task_status.started()` once subscribed (or once
@@ -69,9 +109,10 @@ class RedisBus:
         import redis.asyncio as redis
 
         client = self._client or redis.Redis.from_url(self.url)
+        pending = self._open()
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._publisher, client)
+                tg.start_soon(self._publisher, client, pending)
                 started = False
                 while True:
                     try:
@@ -91,12 +132,13 @@ class RedisBus:
                             task_status.started()
                         await anyio.sleep(self.retry_seconds)
         finally:
+            self._close()
             with anyio.CancelScope(shield=True):
                 if self._client is None:
                     await client.aclose()
 
-    async def _publisher(self, client: Any) -> None:
-        async for data in self._pending:
+    async def _publisher(self, client: Any, pending: MemoryObjectReceiveStream[bytes]) -> None:
+        async for data in pending:
             try:
                 await client.publish(self.channel, data)
             except Exception as exc:  # Redis down: the change is lost, the server goes on
