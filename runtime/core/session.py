@@ -22,7 +22,7 @@ with every running handler waiting on the peer, a reader that stopped for room w
 A `notifications/cancelled` for a parked request drops it with no answer (the spec lets a
 cancelled request go unanswered); the session's end (`close`, or its input ending) refuses the
 parked ones as requests coming after the end. When the backlog is full too, the request is
-answered at once with -32000 naming both limits (`data`: `maxInFlight`, `maxBacklog`) rather than
+answered at once with -31503 naming both limits (`data`: `maxInFlight`, `maxBacklog`) rather than
 the reader stopping: stopping would bring the hang back for a peer that fills the backlog, and an
 error lets the peer retry. Memory stays bounded against a flooding peer either way: at most
 `max_in_flight + max_backlog` requests are held, and a peer that writes without reading our
@@ -59,6 +59,7 @@ from ..protocol.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
+    SERVER_OVERLOADED,
     ConnectionClosed,
     McpError,
     McpRuntimeError,
@@ -89,7 +90,6 @@ log = logging.getLogger("mcpgen.runtime.core")
 
 RequestId = wire.RequestId
 DEFAULT_MAX_IN_FLIGHT = 256
-OVERLOADED = -32000  # JSON-RPC's implementation-defined server error range: past max_in_flight + max_backlog
 CALLBACK_BUFFER = 1024  # notifications whose callbacks have not run yet before the reader waits
 NO_TRANSPORT = TransportContext("none", can_send_request=False)
 
@@ -712,7 +712,7 @@ class Session:
             f"(max_in_flight={self.max_in_flight}, max_backlog={self.max_backlog}); retry once answers arrive"
         )
         data = {"maxInFlight": self.max_in_flight, "maxBacklog": self.max_backlog}
-        await self._reply_quietly(wire.error(request.id, OVERLOADED, message, data), context.reply)
+        await self._reply_quietly(wire.error(request.id, SERVER_OVERLOADED, message, data), context.reply)
         if context.reply is not None:
             context.reply.request_ended()
 

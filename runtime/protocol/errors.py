@@ -42,6 +42,16 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 JSONRPC_CODES = frozenset({PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR})
 
+# mcpgen's own codes, for refusals no MCP schema fixes a code for. They lie outside JSON-RPC's
+# reserved range (-32768 to -32000), where the 2026-07-28 text asks such codes to go: its -32000 to
+# -32019 is a legacy range new implementations should not use, whose codes receivers must not read
+# a meaning into (and the official Python SDK's own "connection closed" is -32000). The last three
+# digits recall the HTTP status of the same refusal.
+SERVER_OVERLOADED = -31503
+"""A session had as many requests running and waiting as it takes (`data`: `maxInFlight`, `maxBacklog`)."""
+RATE_LIMITED = -31429
+"""The caller made more requests than its rate allows (`data.retryAfter`, in seconds)."""
+
 
 def schema_error_codes() -> dict[str, int]:
     """Every error code the generated tree's schemas fix, by def name (newest version wins)."""
@@ -200,8 +210,36 @@ class UrlElicitationRequired(SchemaDefinedError):
     schema_name = "URLElicitationRequiredError"
 
 
+class ServerOverloaded(McpError):
+    """The peer had as many requests running and waiting for room as it takes (-31503; `data`:
+    `maxInFlight`, `maxBacklog`): the request was not served; send it again once answers arrive."""
+
+    code = SERVER_OVERLOADED
+
+
+class RateLimited(McpError):
+    """The caller made more requests than its rate allows (-31429; `data.retryAfter`, in seconds):
+    the request was not served; send it again after that."""
+
+    code = RATE_LIMITED
+
+    def __init__(self, retry_after: float) -> None:
+        """Refuse a request of a caller over its rate, for `retry_after` seconds (a middleware raises it)."""
+        super().__init__(
+            f"rate limit exceeded; retry in {retry_after:.2f} s", data={"retryAfter": round(retry_after, 3)}
+        )
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds until the caller may try again (`data.retryAfter`; None if the peer did not say)."""
+        found = self.data.get("retryAfter") if isinstance(self.data, dict) else None
+        return float(found) if isinstance(found, (int, float)) and not isinstance(found, bool) else None
+
+
 _BY_CODE: dict[int, type[McpError]] = {
     **{cls.code: cls for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError)},
+    ServerOverloaded.code: ServerOverloaded,
+    RateLimited.code: RateLimited,
     **{
         cls.code: cls
         for cls in (UnsupportedProtocolVersion, MissingClientCapability, HeaderMismatch, UrlElicitationRequired)
@@ -317,6 +355,8 @@ __all__ = [
     "LATER_ERROR_CODES",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
+    "RATE_LIMITED",
+    "SERVER_OVERLOADED",
     "CapabilityError",
     "ConnectionClosed",
     "ElicitationError",
@@ -337,10 +377,12 @@ __all__ = [
     "PaginationError",
     "ParseError",
     "ProtocolError",
+    "RateLimited",
     "RemoteProtocolError",
     "RequestTimeout",
     "ResponseStreamLost",
     "SchemaDefinedError",
+    "ServerOverloaded",
     "SessionExpired",
     "StructuredOutputError",
     "UnsupportedProtocolVersion",

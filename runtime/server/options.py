@@ -120,7 +120,7 @@ class SessionOptions(TypedDict, total=False):
     backlog, started in arrival order as room frees)."""
     max_backlog: int | None
     """How many of the client's requests may wait for room past `max_in_flight` (default: as many
-    as `max_in_flight`); past both, a request is answered at once with -32000 naming the limits."""
+    as `max_in_flight`); past both, a request is answered at once with -31503 naming the limits."""
 
 
 class HttpOptions(TypedDict, total=False):

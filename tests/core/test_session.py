@@ -533,8 +533,8 @@ async def test_parked_requests_start_in_arrival_order_and_a_cancelled_one_is_dro
 
 
 async def test_past_the_backlog_a_request_is_refused_at_once_naming_the_limits() -> None:
-    """The backlog full too: the request is answered -32000 at once (the reader never stops, so
-    the answers the running handlers wait for still arrive), and served ones are unaffected."""
+    """The backlog full too: the request is answered -31503 at once (the reader never stops, so the
+    answers the running handlers wait for still arrive), and served ones are unaffected."""
     peer, session = await asking(max_in_flight=1, max_backlog=1)
     async with anyio.create_task_group() as tg:
         await tg.start(session.run)
@@ -546,7 +546,7 @@ async def test_past_the_backlog_a_request_is_refused_at_once_naming_the_limits()
             refused = await peer.receive()
             await peer.send({"jsonrpc": "2.0", "id": question["id"], "result": {"ok": 1}})
             served = [await peer.receive() for _ in range(2)]
-        assert refused["id"] == 3 and refused["error"]["code"] == -32000
+        assert refused["id"] == 3 and refused["error"]["code"] == -31503
         assert refused["error"]["data"] == {"maxInFlight": 1, "maxBacklog": 1}
         assert "max_in_flight=1" in refused["error"]["message"]
         assert [reply["id"] for reply in served] == [1, 2]

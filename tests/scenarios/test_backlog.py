@@ -11,6 +11,7 @@ import pytest
 from anyio.abc import ObjectReceiveStream
 from mcpgen.runtime import Client, InputHandlers, RequestContext, Server, memory_pair
 from mcpgen.runtime.core.transport import Frame, Inbound, Transport
+from mcpgen.runtime.protocol.errors import SERVER_OVERLOADED, ServerOverloaded
 from mcpgen.runtime.protocol.input_requests import elicit
 from support.peers import V25
 
@@ -82,3 +83,43 @@ async def test_calls_past_max_in_flight_whose_tools_elicit_all_complete(bound: i
         tg.cancel_scope.cancel()
     assert results == {n: f"{n}: True" for n in range(calls)}
     assert sorted(asked) == list(range(calls))  # each asked once
+
+
+async def test_a_call_past_the_backlog_is_refused_with_its_own_code_and_the_others_complete() -> None:
+    """Past `max_in_flight` and `max_backlog` the call is refused at once, and the client raises
+    it typed (`ServerOverloaded`, -31503, with both limits: told apart from a rate limit's
+    `RateLimited`, -31429); the running and the waiting calls still complete."""
+    server = Server("backlog", "1")
+    go = anyio.Event()
+
+    @server.tool()
+    async def gated(n: int) -> int:
+        await go.wait()
+        return n
+
+    client_end, server_end = memory_pair()
+    outcomes: dict[int, Any] = {}
+    refused = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: server.serve(server_end, max_in_flight=1, max_backlog=1))
+        async with Client(client_end, mode="handshake") as client:
+
+            async def calling(n: int) -> None:
+                try:
+                    outcomes[n] = (await client.call_tool("gated", {"n": n})).structured_content
+                except ServerOverloaded as exc:
+                    outcomes[n] = exc
+                    refused.set()
+
+            with anyio.fail_after(30):  # a hang guard
+                async with anyio.create_task_group() as calling_tg:
+                    for n in range(3):
+                        calling_tg.start_soon(calling, n)
+                    await refused.wait()  # one running, one waiting, the third refused at once
+                    go.set()
+        tg.cancel_scope.cancel()
+    errors = [outcome for outcome in outcomes.values() if isinstance(outcome, ServerOverloaded)]
+    assert len(errors) == 1 and errors[0].code == SERVER_OVERLOADED == -31503
+    assert errors[0].data == {"maxInFlight": 1, "maxBacklog": 1}
+    served = {n: outcome for n, outcome in outcomes.items() if not isinstance(outcome, ServerOverloaded)}
+    assert len(served) == 2 and all(outcome == {"result": n} for n, outcome in served.items())

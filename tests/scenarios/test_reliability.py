@@ -133,7 +133,7 @@ async def test_a_timeout_is_a_deadline_for_the_whole_call_even_when_sending_bloc
 
 async def test_a_flooding_peer_is_held_to_the_in_flight_bound() -> None:
     """A peer writes requests and reads nothing: the server runs `max_in_flight`, parks `max_backlog`
-    more, refuses the rest at once with -32000, and stops reading only when those
+    more, refuses the rest at once with -31503, and stops reading only when those
     refusals fill the peer's unread input: what it takes in and holds stays bounded."""
     server = make_server()
     started = anyio.Event()
@@ -165,7 +165,7 @@ async def test_a_flooding_peer_is_held_to_the_in_flight_bound() -> None:
             while done + refused < sent:
                 reply = await peer.receive()
                 if "error" in reply:
-                    assert reply["error"]["code"] == -32000
+                    assert reply["error"]["code"] == -31503
                     assert reply["error"]["data"] == {"maxInFlight": 8, "maxBacklog": 4}
                     refused += 1
                 else:

@@ -27,6 +27,7 @@ from mcpgen.runtime import (
     memory_pair,
 )
 from mcpgen.runtime.auth import AuthInfo
+from mcpgen.runtime.server.hooks import RateLimited
 from support.peers import connected
 
 pytestmark = pytest.mark.anyio
@@ -268,9 +269,10 @@ async def test_rate_limit_is_per_principal() -> None:
     async with as_principal(server, "alice") as alice, as_principal(server, "bob") as bob:
         for _ in range(2):
             await alice.call_tool("add", {"a": 1, "b": 1})
-        with pytest.raises(McpError) as limited:
+        with pytest.raises(RateLimited) as limited:  # the client receives it typed
             await alice.call_tool("add", {"a": 1, "b": 1})
-        assert limited.value.code == -32000 and limited.value.data == {"retryAfter": 0.5}
+        assert limited.value.code == -31429 and limited.value.data == {"retryAfter": 0.5}
+        assert limited.value.retry_after == 0.5
         assert (await bob.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}, "bob has his own"
         clock.now += 0.5  # one token back for alice
         assert (await alice.call_tool("add", {"a": 2, "b": 2})).structured_content == {"result": 4}

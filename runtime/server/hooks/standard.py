@@ -5,8 +5,9 @@
 - `RequestLogging`: one structured log record per request (method, target, era, version,
   principal, request id, outcome, duration), to a `logging` logger or a function of your own;
 - `RateLimit`: a token bucket per principal (the authenticated caller; one shared bucket for
-  callers without authentication): over the limit, the request is refused with -32000 and a
-  `retryAfter` (seconds) in the error's data;
+  callers without authentication): over the limit, the request is refused with -31429
+  (`RateLimited`; a session refusing work past its own bounds answers -31503) and a `retryAfter`
+  (seconds) in the error's data;
 - `Timing`: how long each method (and each tool, prompt or resource) takes: count, total, max,
   kept in `timing.stats` or handed to a function of your own.
 """
@@ -20,11 +21,12 @@ from typing import Any
 
 import anyio
 
-from ...protocol.errors import McpError
+from ...protocol.errors import RATE_LIMITED, McpError, RateLimited
 from .middleware import CallNext, Middleware, RequestInfo
 
+__all__ = ["RATE_LIMITED", "RateLimit", "RateLimited", "RequestLogging", "Timing", "TimingStats"]
+
 Clock = Callable[[], float]
-RATE_LIMITED = -32000  # a server error code of JSON-RPC's implementation-defined range
 
 
 def _clock() -> float:
@@ -107,17 +109,6 @@ class RequestLogging(Middleware):
                     record["duration_ms"],
                     extra={"mcp": record},
                 )
-
-
-class RateLimited(McpError):
-    """The caller made more requests than its rate allows (-32000, `data.retryAfter` in seconds)."""
-
-    def __init__(self, retry_after: float) -> None:
-        super().__init__(
-            f"rate limit exceeded; retry in {retry_after:.2f} s",
-            code=RATE_LIMITED,
-            data={"retryAfter": round(retry_after, 3)},
-        )
 
 
 class RateLimit(Middleware):
