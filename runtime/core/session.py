@@ -236,6 +236,7 @@ class Session:
         self.calls = Correlation(self.side)
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
+        self._on_asyncio = False  # (set as `run` starts)
         # On asyncio, requests from the peer run on plain loop tasks (cheaper than the task group's,
         # which wraps each in a cancel scope and an event); the session waits for them as the group would.
         self._tasks: set[asyncio.Task[None]] = set()
@@ -294,6 +295,7 @@ class Session:
             raise RuntimeError("this session has no transport to read; feed it with serve_inline()")
         async with anyio.create_task_group() as tg:
             self._task_group = tg
+            self._on_asyncio = running_loop() is not None
             self.callbacks.attach(tg)
             self.attach(tg)
             task_status.started()
@@ -772,7 +774,7 @@ class Session:
         if request.id in self._in_flight:  # (checked after the wait: a request waiting with it may have it now)
             await self._refuse_reused_id(request, context)
             return True
-        scope = TaskScope() if running_loop() is not None else anyio.CancelScope()  # (any backend)
+        scope = TaskScope() if self._on_asyncio else anyio.CancelScope()  # (any backend)
         incoming = IncomingRequest(request.id, request.method, request.params, context, scope)
         self._in_flight[request.id] = incoming
         await self._serve_registered(incoming)
