@@ -48,7 +48,8 @@ def redis_url(url: str | None, who: str) -> str:
 
 
 class RedisBus:
-    """Changes published to, and received from, a Redis channel."""
+    """Changes published to, and received from, a Redis channel. A change published while the
+    bus is not running waits for its next run (up to `OUTBOX` of them)."""
 
     def __init__(self, url: str | None = None, channel: str = DEFAULT_CHANNEL, *, client: Any = None) -> None:
         self.url = redis_url(url, "RedisBus")
