@@ -757,8 +757,10 @@ class Session:
     async def serve_here(self, request: wire.Request, context: TransportContext) -> bool:
         """Serve a request from the peer in the calling task, as `_start` would on a task of its
         own (used on asyncio): a reply route's task (a handshake-era HTTP POST) waits for its
-        answer anyway. It is in flight meanwhile (the peer cancels it, closing the session cancels it). False,
-        with nothing done, when the session is not running (not yet, or no more)."""
+        answer anyway. It is in flight meanwhile (the peer cancels it, closing the session cancels
+        it); past `max_in_flight` it waits for room, counted in the backlog (a cancellation drops
+        it, unanswered). False, with nothing done, when the session is not running (not yet, or
+        no more)."""
         if self._task_group is None or self._is_closed:
             return False
         if len(self._in_flight) >= self.max_in_flight:
