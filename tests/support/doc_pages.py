@@ -309,19 +309,21 @@ def imports_what_the_page_makes(code: str, files: set[str]) -> bool:
 
 
 def installed(top: str) -> bool:
-    """Whether a reader's environment has the module: installed, not a folder of this checkout (the
-    tests run from it, so its `generated/` would otherwise count)."""
-    if top in sys.modules and not getattr(sys.modules[top], "__path__", None):
-        return True
+    """Whether a reader's environment has the module: installed, not a file or folder of this
+    checkout (the tests run from it, so its `generated/` or `tests/server/` would otherwise count)."""
+
+    def in_checkout(place: str) -> bool:
+        path = Path(place).resolve()
+        return path.is_relative_to(REPO) and not path.is_relative_to(Path(sys.prefix).resolve())
+
     saved = sys.path[:]
-    sys.path[:] = [entry for entry in sys.path if entry and Path(entry).resolve() != REPO]
+    sys.path[:] = [entry for entry in sys.path if not (Path(entry or ".").is_dir() and in_checkout(entry or "."))]
     try:
         spec = importlib.util.find_spec(top)
     finally:
         sys.path[:] = saved
-    return spec is not None and not any(
-        Path(place).resolve().is_relative_to(REPO / top) for place in spec.submodule_search_locations or ()
-    )
+    places = [] if spec is None else [spec.origin or "", *(spec.submodule_search_locations or ())]
+    return spec is not None and not any(Path(place).is_absolute() and in_checkout(place) for place in places)
 
 
 def write_typed_sources(path: Path, folder: Path) -> list[Path]:
