@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import importlib.util
 import io
 import json
 import os
@@ -35,6 +36,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -264,3 +266,93 @@ def run_page(path: Path, project: Path) -> int:
     finally:
         run.close()
     return run.ran
+
+
+REPL_MODULE = "docs_repl.py"  # a page's blocks without a file name, as one module for the type checkers
+# a name the REPL leaves for the reader to look at is no unused local variable
+REPL_FUNCTION = "# pyright: reportUnusedVariable=false\nasync def typed_repl() -> None:\n"
+
+
+def has_top_level_await(code: str) -> bool:
+    try:
+        compile(code, "<block>", "exec", flags=ast.PyCF_ONLY_AST)
+        compile(code, "<block>", "exec")
+    except SyntaxError:
+        compile(code, "<block>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)  # still a SyntaxError if broken
+        return True
+    return False
+
+
+def refused_by_checkers(path: Path) -> set[str]:
+    """The files a page shows a type checker refusing (`mypy wrong.py  # exits 1`): they are wrong on purpose."""
+    refused = set()
+    for block in blocks(path):
+        if block.lang == "sh":
+            for line, status in commands(block.code):
+                words = line.split()
+                if status and words[0] in TYPE_CHECKERS:
+                    refused |= {word for word in words[1:] if word.endswith(".py")}
+    return refused
+
+
+def imports_what_the_page_makes(code: str, files: set[str]) -> bool:
+    """Whether the code imports a module that neither the environment nor the page's files provide:
+    one the page's commands make (`mcpgen generate` writes `generated/`). Such a block is run, by
+    `run_page`, but not type-checked on its own."""
+    tree = ast.parse(code)
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    names |= {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module and not node.level
+    }
+    tops = {name.partition(".")[0] for name in names if f"{name.partition('.')[0]}.py" not in files}
+    return not all(map(installed, tops))
+
+
+def installed(top: str) -> bool:
+    """Whether a reader's environment has the module: installed, not a file or folder of this
+    checkout (the tests run from it, so its `generated/` or `tests/server/` would otherwise count)."""
+
+    def in_checkout(place: str) -> bool:
+        path = Path(place).resolve()
+        return path.is_relative_to(REPO) and not path.is_relative_to(Path(sys.prefix).resolve())
+
+    saved = sys.path[:]
+    sys.path[:] = [entry for entry in sys.path if not (Path(entry or ".").is_dir() and in_checkout(entry or "."))]
+    try:
+        spec = importlib.util.find_spec(top)
+    finally:
+        sys.path[:] = saved
+    places = [] if spec is None else [spec.origin or "", *(spec.submodule_search_locations or ())]
+    return spec is not None and not any(Path(place).is_absolute() and in_checkout(place) for place in places)
+
+
+def write_typed_sources(path: Path, folder: Path) -> list[Path]:
+    """The page's Python as a user would type-check it, written into `folder`: each named file as
+    itself, and the blocks an async REPL runs as one module (`docs_repl.py`), in page order, inside
+    one `async def` when they await at the top level (as `python -m asyncio` runs them). The files
+    the page shows a checker refusing are left out. The files written."""
+    refused = refused_by_checkers(path)
+    written: list[Path] = []
+    repl: list[str] = []
+    files = {block.file for block in blocks(path) if block.file is not None}
+    for block in blocks(path):
+        if block.lang != "python" or imports_what_the_page_makes(block.code, files):
+            continue
+        if block.file is None:
+            repl.append(f"# {block.where}\n{block.code}")
+        elif block.file not in refused:
+            target = folder / block.file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(block.code, encoding="utf-8")
+            written.append(target)
+    if repl:
+        code = "\n".join(repl)
+        if has_top_level_await(code):
+            future = [line for line in code.splitlines() if line.startswith("from __future__ import")]
+            body = "\n".join(line for line in code.splitlines() if line not in future)
+            code = "".join(f"{line}\n" for line in future) + REPL_FUNCTION + textwrap.indent(body, "    ")
+        target = folder / REPL_MODULE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code + "\n", encoding="utf-8")
+        written.append(target)
+    return written
