@@ -137,8 +137,9 @@ class ModernServing(EraServing):
         return result
 
     def open_input(self, ctx: RequestContext, spec: MethodSpec) -> None:
-        if spec.may_require_input:
-            read_input(ctx, spec)
+        params = ctx.request.params
+        if spec.may_require_input and params and ("requestState" in params or "inputResponses" in params):
+            read_input(ctx, spec)  # (a first call carries neither: nothing to read)
 
     async def ask_for_input(self, ctx: RequestContext, spec: MethodSpec, asked: InputRequired) -> dict[str, Any] | None:
         return input_required_result(ctx, spec, asked)

@@ -301,7 +301,7 @@ class ServerSession(Session):
         the runtime built itself (`Built`: a tool's text or checked structured output) is
         validated the first time its method is answered with one in a version (with the era's
         stamps), and trusted from then on."""
-        found = wire.to_wire(value)
+        found = value if type(value) is Built else wire.to_wire(value)
         if not isinstance(found, dict):
             raise InternalError(f"the {spec.method} handler returned {type(value).__name__}, not a result object")
         server = self.server
