@@ -68,18 +68,26 @@ class RequestPipeline:
         self.client = client
         self._renewal: anyio.Lock | None = None  # made when a session is first renewed
         self._sessions = 0  # how many sessions this connection has had (a new one after SessionExpired)
+        # The rows found ours to send, by version, method and the extensions declared then (the
+        # methods this client sends: a few).
+        self._specs: dict[tuple[str, str, frozenset[str]], Any] = {}
 
     def spec(self, method: str) -> Any:
         """The table row of `method` for the negotiated version (with the extensions this client
         declares in force), checked as ours to send."""
         version = self.client.protocol_version
-        spec = self.client.registry.table(version, self.client.extensions).get(method)
+        key = (version, method, frozenset(self.client.extensions))
+        found = self._specs.get(key)
+        if found is not None:
+            return found  # (a deprecated one was warned about the first time)
+        spec = self.client.registry.table(version, key[2]).get(method)
         if spec is None:
             raise CapabilityError(f"{method} is not a method of protocol {version}")
         if spec.kind != REQUEST or not spec.direction.allows("client"):
             raise CapabilityError(f"{method} is not a request a client sends in protocol {version}")
         if spec.deprecated:
             _warn_deprecated(version, method, spec.deprecation_reason)
+        self._specs[key] = spec
         return spec
 
     async def request(

@@ -851,7 +851,7 @@ class Session:
             with incoming.cancel_scope:
                 try:
                     result = await self.handle_request(incoming)
-                    reply = wire.result(incoming.id, wire.to_wire(result))
+                    reply = wire.result(incoming.id, result if type(result) is dict else wire.to_wire(result))
                 except McpError as exc:
                     reply = wire.error(incoming.id, exc.code, exc.message, exc.data)
                 except anyio.get_cancelled_exc_class():
@@ -876,7 +876,14 @@ class Session:
     async def _send_reply(self, incoming: IncomingRequest, reply: dict[str, Any]) -> None:
         route = incoming.context.reply
         try:
-            await self.send_message(reply, route=route, final=True)
+            if route is None:
+                await self.send_message(reply, route=route, final=True)
+            else:  # `send_message` on a reply route, without its two frames (every HTTP POST's answer)
+                item = self._encode(reply, route)
+                try:
+                    await route.send(item, final=True)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+                    raise ConnectionClosed("the connection is closed") from exc
             return
         except ConnectionClosed:
             return

@@ -121,6 +121,9 @@ class Router:
     requests) leaves that part out here and reads it from the request."""
     _by_era: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
     _names: dict[tuple[str, str, frozenset[str]], str | None] = field(default_factory=dict, init=False, repr=False)
+    _requests: dict[tuple[str, str, frozenset[str]], MethodSpec] = field(default_factory=dict, init=False, repr=False)
+    """The client requests found so far, by version, method and the extensions in force (only
+    methods the tables have: a client's unknown method names are never kept)."""
 
     def table(self, version: str) -> Mapping[str, MethodSpec]:
         """The table `version` is served with: the version's, with the enabled extensions in force."""
@@ -182,10 +185,24 @@ class Router:
             )
         return None
 
+    def client_request(self, version: str, method: str) -> MethodSpec | None:
+        """`method`'s row as `version` serves it when it is a request a client may send (None
+        otherwise); a row found is remembered (the tables do not change; the enabled extensions
+        are part of the key)."""
+        key = (version, method, frozenset(self.extensions()))  # (a frozenset is passed as it is)
+        found = self._requests.get(key)
+        if found is not None:
+            return found
+        spec = self.registry.table(version, key[2]).get(method)
+        if spec is None or spec.kind != REQUEST or not spec.direction.allows("client"):
+            return None
+        self._requests[key] = spec
+        return spec
+
     def resolve(self, call: Call, version: str, era: EraRules) -> Route | Rejection:
         """The table steps, the same for every era."""
-        spec = self.table(version).get(call.method)
-        if spec is None or spec.kind != REQUEST or not spec.direction.allows("client"):
+        spec = self.client_request(version, call.method)
+        if spec is None:
             return Rejection(METHOD_NOT_FOUND, f"method not found: {call.method} (protocol {version})")
         refused = self._gated(call, spec, era)
         if refused is not None:

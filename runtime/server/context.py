@@ -52,7 +52,8 @@ class RequestContext(Context, Generic[State]):
     """The context of one request being served: what a handler declares a `RequestContext`
     parameter for. The runtime makes one per request (from the serving `session`, the incoming
     `request`, its protocol `version`, the era `serving` it and the client's `view`: capabilities,
-    info and log level); handlers do not make their own. `RequestContext[AppState]` types
+    info and log level, read from the request when first asked for if not given); handlers do not
+    make their own. `RequestContext[AppState]` types
     `ctx.lifespan` as what the server's lifespan yields.
 
     Attributes:
@@ -66,19 +67,60 @@ class RequestContext(Context, Generic[State]):
     """
 
     def __init__(
-        self, session: ServerSession, request: IncomingRequest, version: str, serving: EraServing, view: ClientView
+        self,
+        session: ServerSession,
+        request: IncomingRequest,
+        version: str,
+        serving: EraServing,
+        view: ClientView | None = None,
     ) -> None:
         self.session = session
         self.request = request
         self.protocol_version = version
         self.serving = serving
         self.era: EraRules = serving.rules
-        self.client_capabilities: dict[str, Any] = view.capabilities
-        self.client_info: dict[str, Any] | None = view.info
-        self.log_level: str | None = view.log_level
+        self._view = view  # None: read from the request when first asked for (most handlers never ask)
         self.input_responses: dict[str, Any] = {}
         self.state: Any = None
         self._last_progress: float | None = None
+
+    # -- who the client is ---------------------------------------------------------------------
+
+    @property
+    def client_view(self) -> ClientView:
+        """What the server knows of the client for this request (read as the request's era
+        conveys it, the first time it is asked for)."""
+        view = self._view
+        if view is None:
+            view = self._view = self.serving.client_view(self.request, self.session)
+        return view
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared (at `initialize`, or in the request's `_meta`)."""
+        return self.client_view.capabilities
+
+    @client_capabilities.setter
+    def client_capabilities(self, value: dict[str, Any]) -> None:
+        self.client_view.capabilities = value
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        """The client's name and version, when it sent them."""
+        return self.client_view.info
+
+    @client_info.setter
+    def client_info(self, value: dict[str, Any] | None) -> None:
+        self.client_view.info = value
+
+    @property
+    def log_level(self) -> str | None:
+        """The level from which the client wants log messages (None: none asked for)."""
+        return self.client_view.log_level
+
+    @log_level.setter
+    def log_level(self, value: str | None) -> None:
+        self.client_view.log_level = value
 
     # -- what the request is -------------------------------------------------------------------
 

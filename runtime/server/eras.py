@@ -102,8 +102,15 @@ class ModernServing(EraServing):
     `InputRequiredResult` and sealed `requestState`; results are stamped (`resultType`, cache
     hints, server info); changes go to `subscriptions/listen` streams."""
 
+    def __init__(self, rules: EraRules) -> None:
+        super().__init__(rules)
+        self._stamps: dict[MethodSpec, tuple[bool, bool]] = {}  # per table row: (resultType, cache hints)
+
     def client_view(self, request: IncomingRequest, session: ServerSession) -> ClientView:
-        meta = request.meta
+        params = request.params  # (`request.meta`, read here without its frame)
+        meta = params.get("_meta") if params else None
+        if not isinstance(meta, dict):
+            meta = {}
         caps = meta.get(CLIENT_CAPABILITIES_KEY)
         info = meta.get(CLIENT_INFO_KEY)
         level = meta.get(LOG_LEVEL_KEY)
@@ -114,11 +121,15 @@ class ModernServing(EraServing):
         )
 
     def stamp(self, spec: MethodSpec, result: dict[str, Any], server: Server) -> dict[str, Any]:
-        fields = server.registry.result_fields(spec)
+        stamps = self._stamps.get(spec)
+        if stamps is None:  # which of the stamps the method's results have fields for, read once per row
+            fields = server.registry.result_fields(spec)
+            stamps = self._stamps[spec] = ("resultType" in fields, "cacheScope" in fields)
+        typed, cached = stamps
         result = dict(result)
-        if "resultType" in fields:
+        if typed:
             result.setdefault("resultType", "complete")
-        if "cacheScope" in fields and result.get("resultType", "complete") == "complete":
+        if cached and result.get("resultType", "complete") == "complete":
             result.setdefault("ttlMs", server.caching.ttl_ms)
             result.setdefault("cacheScope", server.caching.scope)
         meta = result.get("_meta")
@@ -126,8 +137,9 @@ class ModernServing(EraServing):
         return result
 
     def open_input(self, ctx: RequestContext, spec: MethodSpec) -> None:
-        if spec.may_require_input:
-            read_input(ctx, spec)
+        params = ctx.request.params
+        if spec.may_require_input and params and ("requestState" in params or "inputResponses" in params):
+            read_input(ctx, spec)  # (a first call carries neither: nothing to read)
 
     async def ask_for_input(self, ctx: RequestContext, spec: MethodSpec, asked: InputRequired) -> dict[str, Any] | None:
         return input_required_result(ctx, spec, asked)

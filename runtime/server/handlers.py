@@ -98,14 +98,14 @@ async def list_tools(server: Server, ctx: RequestContext, params: Any) -> dict[s
     return _listing(server, ctx, "tools", "tools", server.tools.values(), params, execution)
 
 
-async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
+async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:  # noqa: PLR0912 - one branch per way a call ends
     tool = server.tools.get(params.name)
     if tool is None or (server.visibility is not None and not server.visibility(ctx, tool)):
         raise InvalidParams(f"unknown tool: {params.name}")
     given = params.arguments or {}
     try:  # as strictly as the advertised input schema says: "7" is not an integer, "yes" not a boolean
         if tool.python_arguments:  # the values as parsed from JSON read as the JSON text would
-            arguments = tool.arguments.model_validate(given, strict=True)
+            arguments = tool.arguments.__pydantic_validator__.validate_python(given, strict=True)
         else:
             arguments = tool.arguments.model_validate_json(pydantic_core.to_json(given), strict=True)
     except ValidationError as exc:
@@ -120,8 +120,13 @@ async def call_tool(server: Server, ctx: RequestContext, params: Any) -> Any:
             value = await run_chain(server.middleware.tools, call, lambda: _run_tool(server, tool, call.arguments, ctx))
         else:
             callee = tool.callee
-            limiter = None if callee.is_async else server.thread_limiter()  # only a plain `def` needs one
-            value = await invoke(callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=limiter)
+            if callee.is_async and not callee.dependencies:  # (what `invoke` does for it, without its frames)
+                if callee.context_param is not None:
+                    kwargs[callee.context_param] = ctx
+                value = await callee.fn(**kwargs)
+            else:
+                limiter = None if callee.is_async else server.thread_limiter()  # only a plain `def` needs one
+                value = await invoke(callee, kwargs, ctx, overrides=server.dependency_overrides, limiter=limiter)
     except (McpError, InputRequired):
         raise
     except (ToolError, NotFound) as exc:  # meant for the model

@@ -184,7 +184,7 @@ class ServerSession(Session):
             if server.middleware.requests or method in server.tasks.augmented:
                 return await self.execute(request, route)
             era = server.serving[route.era.name]
-            ctx: RequestContext[Any] = RequestContext(self, request, route.version, era, era.client_view(request, self))
+            ctx: RequestContext[Any] = RequestContext(self, request, route.version, era)
             era.open_input(ctx, spec)
             handler = server.handlers[method]
             params = route.params
@@ -207,7 +207,7 @@ class ServerSession(Session):
         server's tasks (`tasks`). (A plain function returning the coroutine to await: no frame of
         its own on every request.)"""
         era, spec = self.server.serving[route.era.name], route.spec
-        ctx: RequestContext[Any] = RequestContext(self, request, route.version, era, era.client_view(request, self))
+        ctx: RequestContext[Any] = RequestContext(self, request, route.version, era)
         handler = self.server.handlers[spec.method]
         augmented = spec.method in self.server.tasks.augmented
         hooks = self.server.middleware.requests
@@ -301,7 +301,7 @@ class ServerSession(Session):
         the runtime built itself (`Built`: a tool's text or checked structured output) is
         validated the first time its method is answered with one in a version (with the era's
         stamps), and trusted from then on."""
-        found = wire.to_wire(value)
+        found = value if type(value) is Built else wire.to_wire(value)
         if not isinstance(found, dict):
             raise InternalError(f"the {spec.method} handler returned {type(value).__name__}, not a result object")
         server = self.server

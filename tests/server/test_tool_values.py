@@ -168,6 +168,36 @@ def test_a_plain_scalar_output_is_taken_without_the_schema_check() -> None:
 
 
 @pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        (int, 3),
+        (int, -(10**30)),
+        (int, 0),
+        (bool, True),
+        (bool, False),
+        (str, ""),
+        (str, 'é"\n\t\\ \u2603\U0001f600\x00'),
+    ],
+)
+def test_a_plain_scalar_output_reads_as_the_structured_content_written_by_json_dumps(kind: type, value: Any) -> None:
+    server = Server("plain")
+
+    def plain() -> Any:
+        return value
+
+    plain.__annotations__["return"] = kind
+    server.add_tool(plain, structured_output=True)
+    tool = server.tools["plain"]
+    assert tool.plain_output is kind
+    result = tool_result(tool, value)
+    assert result == {
+        "content": [{"type": "text", "text": json.dumps({"result": value}, ensure_ascii=False)}],
+        "structuredContent": {"result": value},
+    }
+    assert type(result["structuredContent"]["result"]) is kind
+
+
+@pytest.mark.parametrize(
     "value",
     [
         {"result": 3},

@@ -25,6 +25,7 @@ import typing
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
 import pydantic
@@ -307,10 +308,16 @@ def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
         )
     except (TypeError, ValueError, AttributeError) as exc:  # pydantic_core's serialization errors are ValueErrors
         return error_result(f"tool {tool.name} returned output that cannot be serialised: {exc}")
-    plain = type(structured) is tool.plain_output  # a bare integer, string or boolean its schema takes as it is
+    if type(structured) is tool.plain_output:  # a bare integer, string or boolean its schema takes as it is
+        # (`plain_output` is only ever set for output wrapped under "result"; the text is what
+        # `json_text` writes for the object, made without the encoder's machinery)
+        return Built(
+            content=[text(_PLAIN_RESULT % _PLAIN_JSON[type(structured)](structured))],
+            structuredContent={"result": structured},
+        )
     if tool.wrap_result:
         structured = {"result": structured}
-    problem = None if plain else tool.output_check.problem(structured)
+    problem = tool.output_check.problem(structured)
     if problem is not None:
         return error_result(f"tool {tool.name} returned output that does not match its outputSchema: {problem}")
     if not isinstance(structured, dict):  # not an object (a root model's list, say): the table says no
@@ -335,6 +342,12 @@ def _json_native(annotation: Any) -> bool:
 
 _NATIVE = (int, float, str, bool, type(None), list, dict)  # exact types (no subclasses: enums are not)
 _PLAIN_TYPES: dict[str, type] = {"integer": int, "string": str, "boolean": bool}
+_PLAIN_RESULT = '{"result": %s}'
+_PLAIN_JSON: dict[type, Callable[[Any], str]] = {
+    int: int.__repr__,  # (what the json module writes for an int)
+    bool: lambda value: "true" if value else "false",
+    str: encode_basestring,  # (ensure_ascii=False, as json_text)
+}
 
 
 def _checked(tool: ToolDef, result: dict[str, Any]) -> dict[str, Any]:
