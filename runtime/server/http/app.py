@@ -336,7 +336,7 @@ class HttpApp:
                 status if status >= 400 else 400, error_body(message.id, message.code, message.message)
             )
         elif isinstance(message, wire.Request):
-            await serve_modern(self.stateless, message, body, post, self.keepalive, self._timers)
+            await serve_modern(self.stateless, message, post, self.keepalive, self._timers)
         else:
             await refuse_posted(exchange, message)
 
