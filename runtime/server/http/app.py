@@ -339,7 +339,13 @@ class HttpApp:
         else:
             limit = self.security.max_body_bytes
             declared = headers.get("content-length", "")
-            found = None if declared.isdigit() and int(declared) > limit else await read_body(receive, limit)
+            if declared.isdigit() and int(declared) > limit:
+                found = None
+            else:
+                first = await receive()
+                found = first.get("body", b"") if first["type"] == "http.request" else None
+                if found is None or first.get("more_body", False) or len(found) > limit:
+                    found = await read_body(receive, limit, first)  # (most bodies are one message)
             if found is None:
                 text = f"Payload Too Large: a message may have at most {limit} bytes"
                 await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))

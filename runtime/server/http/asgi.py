@@ -230,11 +230,11 @@ class Post:
     receive: Receive
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
+async def read_body(receive: Receive, limit: int, first: Message | None = None) -> bytes | None:
     """The request body, or None when it is over `limit` bytes (what was sent is drained first,
     as far as `limit` allows; the caller answers 413). Raises `Disconnected` when the client
-    went away mid-body."""
-    message = await receive()
+    went away mid-body. `first`: the first message, when the caller received it already."""
+    message = await receive() if first is None else first
     if message["type"] == "http.disconnect":
         raise Disconnected
     data: bytes = message.get("body", b"")
@@ -340,12 +340,16 @@ class BodyDeadline:
             with anyio.move_on_after(max(self._deadline - anyio.current_time(), 0.0)):
                 return self._seen(await self._receive())
             raise BodyTimeout
-        if timers.loop.time() >= self._deadline:
+        deadline = self._deadline
+        if timers.loop.time() >= deadline:
             raise BodyTimeout
         self._task = task = asyncio.current_task(timers.loop)
-        timers.add(self, self._deadline)
+        due = timers._due  # (`Timers.add` and `discard`, inline: this runs on every request)
+        due[self] = deadline
+        if deadline < timers._at:
+            timers._set(deadline)
         try:
-            return self._seen(await self._receive())
+            message = await self._receive()
         except asyncio.CancelledError:
             if not self._expired:
                 raise
@@ -354,8 +358,11 @@ class BodyDeadline:
                 uncancel()
             raise BodyTimeout from None
         finally:
-            timers.discard(self)
+            due.pop(self, None)
             self._task = None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self._done = True
+        return message
 
     def due(self) -> None:
         if self._task is not None:
