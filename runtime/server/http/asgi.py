@@ -135,14 +135,16 @@ def sse_frame(data: bytes | None, event_id: str | None = None, retry_ms: int | N
 class HttpResponse:
     """One HTTP response, written through ASGI `send`: JSON, an empty status, or an SSE stream."""
 
+    # (the state of a response not started yet, as class defaults: set on an instance when it changes)
+    started = False
+    sse = False
+    finished = False
+    gone = False  # the client went away (or the server could not write): writes are dropped
+    status = 0
+
     def __init__(self, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
         self._send = send
-        self.headers: HeaderList = list(headers)  # sent with whatever response this becomes
-        self.started = False
-        self.sse = False
-        self.finished = False
-        self.gone = False  # the client went away (or the server could not write): writes are dropped
-        self.status = 0
+        self.headers: HeaderList = list(headers) if headers else []  # sent with whatever response this becomes
 
     @property
     def open(self) -> bool:

@@ -57,7 +57,20 @@ class ModernRoute(ReplyRoute, TaskScope):
     POST's task) and the deadline of the loop's shared `Timers` after which the POST gets its
     watcher (as `asgi.LateWatch` does): one object per POST for all three."""
 
-    __slots__ = ("_keepalive", "_locked", "_receive", "_timers", "_watch_task", "_watching", "exchange", "finished")
+    # The state of a POST just begun, as class defaults (an instance sets what changes): the
+    # route's, and the `TaskScope`'s (these shadow its slots: this class's instances keep them in
+    # their `__dict__`).
+    finished = False  # the request was served (what a watcher of its response asks)
+    _locked: anyio.Lock | None = None  # made when first needed: most answers never need it
+    _task: asyncio.Task[Any] | None = None
+    _inside = False
+    cancel_called = False
+    cancelled_caught = False
+    _receive: Receive | None = None
+    _keepalive: float | None = None
+    _timers: Timers | None = None
+    _watching: anyio.CancelScope | None = None
+    _watch_task: asyncio.Task[None] | None = None
 
     def __init__(
         self,
@@ -67,19 +80,8 @@ class ModernRoute(ReplyRoute, TaskScope):
         timers: Timers | None = None,
     ) -> None:
         self.exchange = exchange
-        self.finished = False  # the request was served (what a watcher of its response asks)
-        self._locked: anyio.Lock | None = None  # made when first needed: most answers never need it
-        # (a TaskScope's state, set here rather than by a second __init__)
-        self._task: asyncio.Task[Any] | None = None
-        self._inside = False
-        self.cancel_called = False
-        self.cancelled_caught = False
-        self._receive = receive
-        self._keepalive = keepalive
-        self._timers = timers
-        self._watching: anyio.CancelScope | None = None
-        self._watch_task: asyncio.Task[None] | None = None
         if timers is not None:  # the watcher starts once the handler has run this long
+            self._receive, self._keepalive, self._timers = receive, keepalive, timers
             after = asgi.WATCH_AFTER
             delay = after if keepalive is None or keepalive > after else keepalive
             timers.add(self, timers.loop.time() + delay)
