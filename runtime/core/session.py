@@ -843,14 +843,7 @@ class Session:
     async def _send_reply(self, incoming: IncomingRequest, reply: dict[str, Any]) -> None:
         route = incoming.context.reply
         try:
-            if route is None:
-                await self.send_message(reply, final=True)
-                return
-            item = self._encode(reply, route)  # (`send_message` on a route, without its two frames)
-            try:
-                await route.send(item, final=True)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                return
+            await self.send_message(reply, route=route, final=True)
             return
         except ConnectionClosed:
             return
