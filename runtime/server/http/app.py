@@ -127,11 +127,9 @@ class HttpApp:
             max_sessions_per_principal=max_sessions_per_principal,
             max_message_bytes=self.security.max_body_bytes,
         )
-        self._refusals: dict[tuple[str | None, str | None, str | None], tuple[int, str] | None] = {}
+        self._verdicts: dict[tuple[str | None, ...], _Verdict] = {}  # what header values decide (`_verdict`)
         self._checked_by = self.security
-        self._contained: dict[str, bool] = {}  # MCP-Protocol-Version values: of a self-contained era?
         self._eras_read = server.eras
-        self._media_refusals: dict[tuple[str | None, str | None], tuple[int, str] | None] = {}
         self._task_group: TaskGroup | None = None
         self.closing = False  # `close_streams` was called: the server is shutting down
         self._timers: Timers | None = None  # the request deadlines of the asyncio loop it runs on (None: trio)
@@ -248,24 +246,46 @@ class HttpApp:
             await exchange.respond(404, b"Not Found", b"text/plain; charset=utf-8")
             return
         headers = headers_of(scope)
-        server_address = scope.get("server")
-        key = (headers.get("host"), headers.get("origin"), server_address[0] if server_address else None)
-        if self._checked_by is not self.security:  # (the settings were replaced: verdicts start again)
-            self._checked_by = self.security
-            self._refusals.clear()
-        refused = self._refusals.get(key, _UNSEEN)
-        if refused is _UNSEEN:  # clients send the same few values again and again: each is checked once
-            refused = self.security.refusal(headers, key[2])
-            _remember(self._refusals, key, refused)
+        verdict = self._verdict(scope, headers)
+        refused = verdict[0]
         if refused is not None:
             await exchange.respond(refused[0], error_body(None, INVALID_REQUEST, refused[1]))
             return
         if self.auth is not None:
             await self.auth(scope, receive, send)  # then `_dispatch`, with the principal in the scope
         elif scope.get("method") == "POST":  # (most requests)
-            await self._post(scope, headers, exchange, receive)
+            await self._post(scope, headers, exchange, receive, verdict)
         else:
             await self._serve(scope, headers, exchange, receive)
+
+    def _verdict(self, scope: Scope, headers: dict[str, str]) -> _Verdict:
+        """What the request's headers decide before its body is read: (the Host/Origin refusal,
+        the `Content-Type`/`Accept` refusal of a POST, whether `MCP-Protocol-Version` names a
+        self-contained era (None: no such header)). Clients send the same few values again and
+        again: each combination is worked out once."""
+        get = headers.get
+        server_address = scope.get("server")
+        key = (
+            get("host"),
+            get("origin"),
+            server_address[0] if server_address else None,
+            get("content-type"),
+            get("accept"),
+            get(PROTOCOL_VERSION),
+        )
+        if self._checked_by is not self.security or self._eras_read is not self.server.eras:
+            self._checked_by, self._eras_read = self.security, self.server.eras  # (replaced: verdicts start again)
+            self._verdicts.clear()
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            _, _, address, content_type, accept, version = key
+            verdict = (
+                self.security.refusal(headers, address),
+                _media_refusal(content_type, accept),
+                None if version is None else self.server.eras.of_header(version).self_contained,
+            )
+            _remember(self._verdicts, key, verdict)
+        return verdict
 
     async def _custom(self, scope: Scope, receive: Receive, exchange: HttpResponse) -> bool:
         """Serve a custom route (`server.custom_route`), if the path is one."""
@@ -295,9 +315,9 @@ class HttpApp:
     async def _serve(self, scope: Scope, headers: dict[str, str], exchange: HttpResponse, receive: Receive) -> None:
         method = scope.get("method", "")
         if method == "POST":
-            await self._post(scope, headers, exchange, receive)
+            await self._post(scope, headers, exchange, receive, self._verdict(scope, headers))
         elif method in ("GET", "DELETE"):
-            if self._header_self_contained(headers):
+            if self._verdict(scope, headers)[2]:
                 await exchange.respond(405, headers=[(b"allow", b"POST")])
             elif method == "GET":
                 await self.sessions.get(headers, exchange, receive, scope.get(AUTH_SCOPE_KEY))
@@ -306,12 +326,10 @@ class HttpApp:
         else:
             await exchange.respond(405, headers=[(b"allow", b"GET, POST, DELETE")])
 
-    async def _post(self, scope: Scope, headers: dict[str, str], exchange: HttpResponse, receive: Receive) -> None:
-        media = (headers.get("content-type"), headers.get("accept"))
-        refused = self._media_refusals.get(media, _UNSEEN)
-        if refused is _UNSEEN:  # as for the Host and Origin: each pair of values is read once
-            refused = _media_refusal(*media)
-            _remember(self._media_refusals, media, refused)
+    async def _post(
+        self, scope: Scope, headers: dict[str, str], exchange: HttpResponse, receive: Receive, verdict: _Verdict
+    ) -> None:
+        refused = verdict[1]
         if refused is not None:
             await exchange.respond(refused[0], error_body(None, INVALID_REQUEST, refused[1]))
             return
@@ -321,14 +339,21 @@ class HttpApp:
         else:
             limit = self.security.max_body_bytes
             declared = headers.get("content-length", "")
-            found = None if declared.isdigit() and int(declared) > limit else await read_body(receive, limit)
+            if declared.isdigit() and int(declared) > limit:
+                found = None
+            else:
+                first = await receive()
+                found = first.get("body", b"") if first["type"] == "http.request" else None
+                if found is None or first.get("more_body", False) or len(found) > limit:
+                    found = await read_body(receive, limit, first)  # (most bodies are one message)
             if found is None:
                 text = f"Payload Too Large: a message may have at most {limit} bytes"
                 await exchange.respond(413, error_body(None, INVALID_REQUEST, text, {"limit": limit}))
                 return
             body, message = found, wire.decode(found)
         post = Post(headers, scope.get(AUTH_SCOPE_KEY), exchange, receive)
-        if not self._self_contained(headers, message):
+        contained = verdict[2]
+        if not (contained if contained is not None else self._unversioned_self_contained(headers, message)):
             await self.sessions.post(message, body, post)
         elif isinstance(message, wire.Invalid):
             status = http_status(message.code)
@@ -336,36 +361,16 @@ class HttpApp:
                 status if status >= 400 else 400, error_body(message.id, message.code, message.message)
             )
         elif isinstance(message, wire.Request):
-            await serve_modern(self.stateless, message, body, post, self.keepalive, self._timers)
+            await serve_modern(self.stateless, message, post, self.keepalive, self._timers)
         else:
             await refuse_posted(exchange, message)
 
     # -- era routing -------------------------------------------------------------------------
 
-    def _header_self_contained(self, headers: dict[str, str]) -> bool:
-        """Does the `MCP-Protocol-Version` header name a version of a self-contained (modern) era?"""
-        version = headers.get(PROTOCOL_VERSION)
-        return version is not None and self._version_self_contained(version)
-
-    def _version_self_contained(self, version: str) -> bool:
-        """Is `version` (a header's) of a self-contained era? Each value is looked up once."""
-        eras = self.server.eras
-        if self._eras_read is not eras:  # (the server's versions were replaced: answers start again)
-            self._eras_read = eras
-            self._contained.clear()
-        found = self._contained.get(version)
-        if found is None:
-            found = eras.of_header(version).self_contained
-            _remember(self._contained, version, found)
-        return found
-
-    def _self_contained(self, headers: dict[str, str], message: wire.Message) -> bool:
-        """Is this POST a self-contained request (the modern path) rather than part of a session?
-        The header says, when there is one; without it, a request (not the session's opening one)
-        that names its version in `_meta` is (and is then refused for the missing header)."""
-        version = headers.get(PROTOCOL_VERSION)
-        if version is not None:
-            return self._version_self_contained(version)
+    def _unversioned_self_contained(self, headers: dict[str, str], message: wire.Message) -> bool:
+        """Is a POST without `MCP-Protocol-Version` a self-contained request (the modern path,
+        where it is refused for the missing header) rather than part of a session? A request (not
+        the session's opening one, not of a session) that names its version in `_meta` is."""
         if SESSION_HEADER in headers or not isinstance(message, wire.Request):
             return False
         if any(message.method == rules.session_method for rules in self.server.eras.newest_first):
@@ -373,7 +378,7 @@ class HttpApp:
         return message_version(message.params) is not None
 
 
-_UNSEEN: Any = object()
+_Verdict = tuple["tuple[int, str] | None", "tuple[int, str] | None", "bool | None"]
 _REMEMBERED = 64  # header values whose verdict is kept (then forgotten all at once)
 
 

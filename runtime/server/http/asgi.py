@@ -135,14 +135,16 @@ def sse_frame(data: bytes | None, event_id: str | None = None, retry_ms: int | N
 class HttpResponse:
     """One HTTP response, written through ASGI `send`: JSON, an empty status, or an SSE stream."""
 
+    # (the state of a response not started yet, as class defaults: set on an instance when it changes)
+    started = False
+    sse = False
+    finished = False
+    gone = False  # the client went away (or the server could not write): writes are dropped
+    status = 0
+
     def __init__(self, send: Send, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
         self._send = send
-        self.headers: HeaderList = list(headers)  # sent with whatever response this becomes
-        self.started = False
-        self.sse = False
-        self.finished = False
-        self.gone = False  # the client went away (or the server could not write): writes are dropped
-        self.status = 0
+        self.headers: HeaderList = list(headers) if headers else []  # sent with whatever response this becomes
 
     @property
     def open(self) -> bool:
@@ -230,11 +232,11 @@ class Post:
     receive: Receive
 
 
-async def read_body(receive: Receive, limit: int) -> bytes | None:
+async def read_body(receive: Receive, limit: int, first: Message | None = None) -> bytes | None:
     """The request body, or None when it is over `limit` bytes (what was sent is drained first,
     as far as `limit` allows; the caller answers 413). Raises `Disconnected` when the client
-    went away mid-body."""
-    message = await receive()
+    went away mid-body. `first`: the first message, when the caller received it already."""
+    message = await receive() if first is None else first
     if message["type"] == "http.disconnect":
         raise Disconnected
     data: bytes = message.get("body", b"")
@@ -340,12 +342,16 @@ class BodyDeadline:
             with anyio.move_on_after(max(self._deadline - anyio.current_time(), 0.0)):
                 return self._seen(await self._receive())
             raise BodyTimeout
-        if timers.loop.time() >= self._deadline:
+        deadline = self._deadline
+        if timers.loop.time() >= deadline:
             raise BodyTimeout
         self._task = task = asyncio.current_task(timers.loop)
-        timers.add(self, self._deadline)
+        due = timers._due  # (`Timers.add` and `discard`, inline: this runs on every request)
+        due[self] = deadline
+        if deadline < timers._at:
+            timers._set(deadline)
         try:
-            return self._seen(await self._receive())
+            message = await self._receive()
         except asyncio.CancelledError:
             if not self._expired:
                 raise
@@ -354,8 +360,11 @@ class BodyDeadline:
                 uncancel()
             raise BodyTimeout from None
         finally:
-            timers.discard(self)
+            due.pop(self, None)
             self._task = None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            self._done = True
+        return message
 
     def due(self) -> None:
         if self._task is not None:

@@ -24,7 +24,8 @@ Error responses echo the request id. GET and DELETE answer 405 (`Allow: POST`); 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -33,7 +34,8 @@ from ...core.transport import Outgoing, ReplyRoute, TransportContext
 from ...protocol import wire
 from ...protocol.errors import INVALID_REQUEST, http_status
 from ...protocol.routing import Rejection
-from .asgi import JSON, HttpResponse, LateWatch, Post, Timers, error_body, sse_frame, watch
+from . import asgi
+from .asgi import JSON, HttpResponse, LateWatch, Post, Receive, Timers, error_body, sse_frame, watch
 
 if TYPE_CHECKING:
     from ..session import ServerSession
@@ -48,13 +50,41 @@ def status_of(item: Outgoing) -> int:
     return http_status(code) if isinstance(code, int) and not isinstance(code, bool) else 200
 
 
-class ModernRoute(ReplyRoute):
-    """The reply route of one modern POST: JSON unless notifications come first, then SSE."""
+class ModernRoute(ReplyRoute, TaskScope):
+    """The reply route of one modern POST: JSON unless notifications come first, then SSE.
 
-    def __init__(self, exchange: HttpResponse) -> None:
+    On asyncio it is also the request's cancel scope (a `TaskScope`: the handler runs in the
+    POST's task) and the deadline of the loop's shared `Timers` after which the POST gets its
+    watcher (as `asgi.LateWatch` does): one object per POST for all three."""
+
+    # The state of a POST just begun, as class defaults (an instance sets what changes): the
+    # route's, and the `TaskScope`'s (these shadow its slots: this class's instances keep them in
+    # their `__dict__`).
+    finished = False  # the request was served (what a watcher of its response asks)
+    _locked: anyio.Lock | None = None  # made when first needed: most answers never need it
+    _task: asyncio.Task[Any] | None = None
+    _inside = False
+    cancel_called = False
+    cancelled_caught = False
+    _receive: Receive | None = None
+    _keepalive: float | None = None
+    _timers: Timers | None = None
+    _watching: anyio.CancelScope | None = None
+    _watch_task: asyncio.Task[None] | None = None
+
+    def __init__(
+        self,
+        exchange: HttpResponse,
+        receive: Receive | None = None,
+        keepalive: float | None = None,
+        timers: Timers | None = None,
+    ) -> None:
         self.exchange = exchange
-        self.finished = False  # the request was served (what a watcher of its response asks)
-        self._locked: anyio.Lock | None = None  # made when first needed: most answers never need it
+        if timers is not None:  # the watcher starts once the handler has run this long
+            self._receive, self._keepalive, self._timers = receive, keepalive, timers
+            after = asgi.WATCH_AFTER
+            delay = after if keepalive is None or keepalive > after else keepalive
+            timers.add(self, timers.loop.time() + delay)
 
     @property
     def _lock(self) -> anyio.Lock:
@@ -71,8 +101,8 @@ class ModernRoute(ReplyRoute):
             # The common answer: one JSON response, nothing else written for this request. The
             # lock is free and `respond` marks the response started before it awaits anything,
             # so a keep-alive coming meanwhile finds it started (and writes nothing after it).
-            if exchange.open:
-                await exchange.respond(status_of(item), item.data, JSON)
+            if not (exchange.finished or exchange.gone):
+                await exchange.respond(status_of(item) if "error" in item.message else 200, item.data, JSON)
             return
         async with self._lock:
             if not exchange.open:
@@ -94,44 +124,79 @@ class ModernRoute(ReplyRoute):
                 await self.exchange.start_sse()
             await self.exchange.comment()
 
+    # -- the late watcher (asyncio) ----------------------------------------------------------
 
-async def serve_modern(  # noqa: PLR0913  (the request and where it is served)
+    def due(self) -> None:
+        """The handler has run `WATCH_AFTER` seconds: start watching for the client hanging up
+        (and keep the response alive), in a task of the loop's own (a timer callback runs
+        outside any task, where anyio finds no event loop)."""
+        if not self.finished and self._timers is not None:
+            self._watch_task = task = self._timers.loop.create_task(self._watch())
+            LateWatch.running.add(task)
+            task.add_done_callback(LateWatch.running.discard)
+
+    def stop(self) -> None:
+        """The request was served: no watcher starts, and a running one ends (unless the response
+        is complete: the ASGI server then ends it, answering its pending `receive`)."""
+        self.finished = True
+        task = self._watch_task
+        if task is None:
+            if self._timers is not None:
+                self._timers.discard(self)
+            return
+        if not self.exchange.open:
+            return
+        if self._watching is not None:
+            self._watching.cancel()
+        else:
+            task.cancel()  # not started yet: it never runs
+
+    async def _watch(self) -> None:
+        if self.finished or self._receive is None:
+            return
+        hung_up, idle = LateWatch.callbacks(self.done, self.cancel, self._keepalive, self.keepalive)
+        with anyio.CancelScope() as self._watching:
+            await watch(self._receive, hung_up, self._keepalive, idle)
+
+
+async def serve_modern(
     session: ServerSession,
     request: wire.Request,
-    body: bytes,
     post: Post,
     keepalive: float | None,
     timers: Timers | None = None,
 ) -> None:
-    """Route and serve one modern request (decoded already, from `body`), answering on the POST's
-    response: routed first, so a refusal gets its HTTP status; then served in this task. With the
-    asyncio loop's `timers`, the POST's watcher starts only if the handler outlives
-    `asgi.WATCH_AFTER`; without them (trio) the watcher runs next to the handler from the start."""
+    """Route and serve one modern request (decoded already), answering on the POST's response:
+    routed first, so a refusal gets its HTTP status; then served in this task. With the asyncio
+    loop's `timers`, the POST's watcher starts only if the handler outlives `asgi.WATCH_AFTER`
+    (the route is the request's cancel scope and that deadline); without them (trio) the watcher
+    runs next to the handler from the start."""
     exchange = post.exchange
-    route = ModernRoute(exchange)
-    context = TransportContext(
-        "http", headers=post.headers, auth=post.auth, can_send_request=False, reply=route, request_scoped=True
-    )
     if timers is None:
+        route = ModernRoute(exchange)
+        context = TransportContext(
+            "http", headers=post.headers, auth=post.auth, can_send_request=False, reply=route, request_scoped=True
+        )
         incoming = IncomingRequest(request.id, request.method, request.params, context)
-    else:  # the handler runs in this task: a hang-up cancels the task within the request's scope
-        incoming = IncomingRequest(request.id, request.method, request.params, context, TaskScope())
-    routed = session.route(incoming)
-    if isinstance(routed, Rejection):
-        body = error_body(request.id, routed.code, routed.message, routed.data)
-        await exchange.respond(routed.http_status, body, JSON)
-        return
-    incoming.route = routed
-    if timers is None:
-        await _serve_watched(session, incoming, route, post, keepalive)
-        return
-    cancel = incoming.cancel_scope.cancel
-    watcher = LateWatch(post.receive, route.done, cancel, keepalive, route.keepalive, exchange, timers)
+    else:  # the handler runs in this task: a hang-up cancels the task within the request's scope (the route)
+        route = ModernRoute(exchange, post.receive, keepalive, timers)
+        context = TransportContext(
+            "http", headers=post.headers, auth=post.auth, can_send_request=False, reply=route, request_scoped=True
+        )
+        incoming = IncomingRequest(request.id, request.method, request.params, context, route)
     try:
+        routed = session.route(incoming)
+        if isinstance(routed, Rejection):
+            body = error_body(request.id, routed.code, routed.message, routed.data)
+            await exchange.respond(routed.http_status, body, JSON)
+            return
+        incoming.route = routed
+        if timers is None:
+            await _serve_watched(session, incoming, route, post, keepalive)
+            return
         await session.serve(incoming)
     finally:
-        route.finished = True
-        watcher.stop()
+        route.stop()
 
 
 async def _serve_watched(

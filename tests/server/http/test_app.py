@@ -79,6 +79,64 @@ async def test_verdicts_kept_per_header_value_follow_the_values_and_the_settings
     assert await status_of(app, {"host": "mcp.example.com"}, public) == 421
 
 
+@pytest.mark.parametrize("parts", [1, 3])
+async def test_a_body_in_several_messages_is_read_whole_refused_past_the_limit_or_dropped_on_hang_up(
+    parts: int,
+) -> None:
+    app = make_server().http_app(security=HttpSecurity(max_body_bytes=2000))
+
+    async def post(text: str, hang_up: bool = False) -> tuple[int | None, bytes]:
+        call = request(7, "tools/call", {"name": "echo", "arguments": {"text": text}, "_meta": meta()})
+        raw = json.dumps(call).encode()
+        size = -(-len(raw) // parts)
+        pieces = [raw[i : i + size] for i in range(0, len(raw), size)]
+        messages: list[dict[str, Any]] = [
+            {"type": "http.request", "body": piece, "more_body": i < len(pieces) - 1} for i, piece in enumerate(pieces)
+        ]
+        if hang_up:
+            messages = messages[:-1]  # the client goes away before the body's end
+        sent: list[dict[str, Any]] = []
+        complete = anyio.Event()
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop(0)
+            if not hang_up:  # as ASGI servers do: a disconnect once the response is complete
+                await complete.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                complete.set()
+
+        headers = {
+            "host": "127.0.0.1:8000",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            **modern_headers("tools/call", "echo"),
+        }
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/mcp",
+            "root_path": "",
+            "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+            "server": ("127.0.0.1", 8000),
+        }
+        await app(scope, receive, send)
+        status = sent[0]["status"] if sent else None
+        return status, b"".join(m.get("body", b"") for m in sent[1:])
+
+    async with app.run():
+        status, body = await post("hello")
+        assert status == 200 and json.loads(body)["result"]["content"][0]["text"] == "hello"
+        status, body = await post("x" * 5000)  # no Content-Length: counted as it arrives
+        assert status == 413 and json.loads(body)["error"]["data"]["limit"] == 2000
+        if parts > 1:
+            assert await post("hello", hang_up=True) == (None, b"")  # nothing to answer
+
+
 async def test_media_types_methods_sizes_and_paths_get_their_4xx() -> None:
     app = make_server().http_app(security=HttpSecurity(max_body_bytes=2000))
     async with asgi_client(app) as client:
