@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import anyio
@@ -86,9 +86,15 @@ class ReplyRoute:
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class TransportContext:
-    """What the transport knows about one inbound message, and what it can do for it."""
+    """What the transport knows about one inbound message, and what it can do for it.
+
+    Immutable, as a frozen dataclass is (assigning or deleting a field raises
+    `dataclasses.FrozenInstanceError`; `dataclasses.replace` makes a changed copy), but built
+    through the slots' own setters: an HTTP server makes one per POST, and a frozen dataclass's
+    `__init__` (one `object.__setattr__` call per field) cost three times as much.
+    """
 
     kind: str
     """The transport's kind: `stdio`, `memory`, `http`, ..."""
@@ -103,6 +109,46 @@ class TransportContext:
     request_scoped: bool = False
     """Is each request its own exchange that the peer always answers (an HTTP POST), so a request
     is never silently dropped and no liveness check is needed?"""
+
+    def __init__(  # noqa: PLR0913 (the fields, as the dataclass would take them)
+        self,
+        kind: str,
+        headers: Mapping[str, str] | None = None,
+        auth: Any = None,
+        can_send_request: bool = True,
+        reply: ReplyRoute | None = None,
+        request_scoped: bool = False,
+    ) -> None:
+        _set_kind(self, kind)
+        _set_headers(self, headers)
+        _set_auth(self, auth)
+        _set_can_send_request(self, can_send_request)
+        _set_reply(self, reply)
+        _set_request_scoped(self, request_scoped)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __getstate__(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in _CONTEXT_FIELDS)
+
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        for name, value in zip(_CONTEXT_FIELDS, state, strict=True):
+            object.__setattr__(self, name, value)
+
+
+# The slots' setters (they bypass `__setattr__`, which refuses changes).
+_SLOTS = vars(TransportContext)
+_set_kind = _SLOTS["kind"].__set__
+_set_headers = _SLOTS["headers"].__set__
+_set_auth = _SLOTS["auth"].__set__
+_set_can_send_request = _SLOTS["can_send_request"].__set__
+_set_reply = _SLOTS["reply"].__set__
+_set_request_scoped = _SLOTS["request_scoped"].__set__
+_CONTEXT_FIELDS = tuple(each.name for each in fields(TransportContext))
 
 
 @dataclass(frozen=True, slots=True)
