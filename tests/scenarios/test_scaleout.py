@@ -16,6 +16,7 @@ import pytest
 from mcpgen.runtime.protocol.changes import Change
 from mcpgen.runtime.server.bus import decode_change, encode_change
 from support.asgi_driver import meta, modern_headers, request
+from support.buses import stop_and_restart
 from support.leaks import no_unclosed_streams
 from support.processes import redis_server, worker
 
@@ -154,38 +155,10 @@ async def test_a_redis_bus_closes_its_streams_when_it_stops_and_keeps_changes_ma
     """Defect: a `RedisBus` never closed its memory object streams (anyio's ResourceWarning once
     it was collected). They are closed when it stops; a change published while it is not running
     (before its start, between a stop and a restart) is still published once it runs."""
-    with no_unclosed_streams():
-        await stop_and_restart(redis_url)
-
-
-async def stop_and_restart(redis_url: str) -> None:
     from mcpgen.runtime.server.redis_bus import RedisBus
 
-    here, there = RedisBus(redis_url, "restart-channel"), RedisBus(redis_url, "restart-channel")
-    heard: list[Change] = []
-    arrived = [anyio.Event()]
-
-    def deliver_there(change: Change) -> None:
-        heard.append(change)
-        arrived[0].set()
-
-    async def heard_next() -> Change:
-        with anyio.fail_after(10):  # a hang guard
-            await arrived[0].wait()
-        arrived[0] = anyio.Event()
-        return heard[-1]
-
-    here.publish(Change("tools"))  # before it runs
-    async with anyio.create_task_group() as tg:
-        await tg.start(there.run, deliver_there)
-        for changed in (Change("tools"), Change("prompts")):
-            async with anyio.create_task_group() as running:
-                await running.start(here.run, heard.append)
-                assert await heard_next() == changed
-                running.cancel_scope.cancel()  # it stops
-            here.publish(Change("prompts"))  # while it is stopped: published when it runs again
-        tg.cancel_scope.cancel()
-    assert heard == [Change("tools"), Change("prompts")]
+    with no_unclosed_streams():
+        await stop_and_restart(RedisBus(redis_url, "restart-channel"), RedisBus(redis_url, "restart-channel"))
 
 
 def test_bus_messages_are_checked() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcpgen.runtime.protocol.changes import Change
 from mcpgen.runtime.server.redis_bus import RedisBus
+from support.buses import stop_and_restart
 from support.leaks import no_unclosed_streams
 
 pytestmark = pytest.mark.anyio
@@ -65,33 +65,5 @@ async def test_the_bus_closes_its_streams_when_it_stops_and_keeps_changes_made_w
     was collected). They are closed when it stops; a change published while it is not running
     (before its start, between a stop and a restart) is published once it runs."""
     with no_unclosed_streams():
-        await stop_and_restart()
-
-
-async def stop_and_restart() -> None:
-    hub = Hub()
-    here, there = RedisBus("redis://unused", client=hub), RedisBus("redis://unused", client=hub)
-    heard: list[Change] = []
-    arrived = [anyio.Event()]
-
-    def deliver_there(change: Change) -> None:
-        heard.append(change)
-        arrived[0].set()
-
-    async def heard_next() -> Change:
-        with anyio.fail_after(10):  # a hang guard: each change arrives at once
-            await arrived[0].wait()
-        arrived[0] = anyio.Event()
-        return heard[-1]
-
-    here.publish(Change("tools"))  # before it runs
-    async with anyio.create_task_group() as tg:
-        await tg.start(there.run, deliver_there)
-        for changed in (Change("tools"), Change("prompts")):
-            async with anyio.create_task_group() as running:
-                await running.start(here.run, heard.append)
-                assert await heard_next() == changed
-                running.cancel_scope.cancel()  # it stops
-            here.publish(Change("prompts"))  # while it is stopped: published when it runs again
-        tg.cancel_scope.cancel()
-    assert heard == [Change("tools"), Change("prompts")]
+        hub = Hub()
+        await stop_and_restart(RedisBus("redis://unused", client=hub), RedisBus("redis://unused", client=hub))
