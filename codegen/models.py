@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import json
 from collections.abc import Container
 from dataclasses import dataclass
@@ -135,7 +136,7 @@ def _drop_property_names(node: Any) -> None:
 
 def typed_dict_names(norm: Normalized, messages: frozenset[str]) -> frozenset[str]:
     """The defs `emit_models_and_names(norm, messages)` defines as `TypedDict`s."""
-    return frozenset(typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of)))
+    return frozenset(typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of)).typed_dicts)
 
 
 def emit_models(norm: Normalized, messages: frozenset[str] = frozenset()) -> str:
@@ -165,6 +166,13 @@ def emit_models_and_names(
     if not (TEMPLATE_DIR / "pydantic_v2" / "BaseModel.jinja2").is_file():
         # datamodel-code-generator would silently fall back to its own template (no checks, no aliases)
         raise GenerationError(f"mcpgen's model template is missing from {TEMPLATE_DIR}; reinstall mcpgen")
+    # Every def of the schema is converted (the reused ones too, as the module they come from
+    # defines them), so that which names are models is read from one module's syntax tree; the
+    # reused ones are then left out and imported.
+    decided = {name: name in reuse.typed_dicts for name in reuse.names} if reuse is not None else {}
+    choice = typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of), decided=decided)
+    if choice.twins:  # the twins are defs of their own, and the maps holding them refer to them
+        norm = dataclasses.replace(norm, doc=dataclasses.replace(norm.doc, defs=choice.defs))
     schema, extra = model_input(norm)
     if header is None:
         header = HEADER.format(version=norm.doc.version, source=f"{norm.doc.version}/schema.json", base="..")
@@ -212,12 +220,7 @@ def emit_models_and_names(
         raise GenerationError(f"datamodel-code-generator failed: {exc}", file=norm.doc.file) from exc
     if not isinstance(code, str):
         raise GenerationError("datamodel-code-generator returned several modules; expected one", file=norm.doc.file)
-    # Every def of the schema is converted (the reused ones too, as the module they come from
-    # defines them), so that which names are models is read from one module's syntax tree; the
-    # reused ones are then left out and imported.
-    decided = {name: name in reuse.typed_dicts for name in reuse.names} if reuse is not None else {}
-    chosen = typed_dicts.choose(norm.doc.defs, set(messages), set(norm.require_any_of), decided=decided)
-    code = split_by_shape(dump_maps_as_sent(typed_dicts.convert(code, chosen)), norm.shape_splits)
+    code = split_by_shape(dump_maps_as_sent(typed_dicts.convert(code, choice.typed_dicts)), norm.shape_splits)
     if reuse is not None:
         code = reuse_from(code, reuse, header)
     return tidy(code)

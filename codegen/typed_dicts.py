@@ -18,18 +18,27 @@ never carrying a cross-field check (the "at least one of" groups), since a `Type
 validator of its own. Every key keeps its type and constraints (strict scalars, literals,
 bounds); unknown keys are kept (a closed object refuses them), and dumps write exactly the keys
 that were read.
+
+A `TypedDict` holds plain data all the way down. A wire-keyed map whose values include a def that
+is a model elsewhere (a `_meta` object carrying an `Implementation`) gets that def as a
+**twin**: a `TypedDict` copy of it named `<Def>Dict` (`<Def>Dict2`, ... when the name is taken),
+with the same keys, types, constraints and description, used inside the map and inside other
+twins only; the def itself stays the model it is everywhere else. A def can have a twin when it
+is an object without a cross-field check or a union of its own (`anyOf`, `oneOf`, `allOf`); a map
+that reaches any other model (through a union, say) stays a model.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import keyword
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .loader import ref_name
+from .loader import make_ref, ref_name
 
 # JSON-pointer segments under which a `$ref` is a value position (the def stands for a value)
 _VALUE_KEYS = ("properties", "additionalProperties", "items", "patternProperties")
@@ -80,34 +89,42 @@ def _positions(defs: dict[str, Any]) -> dict[str, set[str]]:
     return found
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What `choose` decided: the defs to emit as `TypedDict`s (twins included), each twinned def's
+    twin name, and the defs to emit (the input's, with the twins added and the maps holding them
+    referring to them; the input's own dict when there are no twins)."""
+
+    typed_dicts: dict[str, TypedDictDef]
+    twins: dict[str, str] = field(default_factory=dict)
+    defs: dict[str, Any] = field(default_factory=dict)
+
+
 def choose(
     defs: dict[str, Any], messages: set[str], validated: set[str], decided: Mapping[str, bool] | None = None
-) -> dict[str, TypedDictDef]:
+) -> Choice:
     """The defs to emit as `TypedDict`s. `messages` are the defs a method table names (messages,
     params, results); `validated` the defs that carry a cross-field check. `decided` holds defs
     whose kind is already settled elsewhere (def -> is a `TypedDict`): an extension's defs that
     are reused from its core version's module, which defines them one way or the other whatever
-    the extension's own schema would say; the rules decide the rest around them."""
+    the extension's own schema would say; the rules decide the rest around them (a decided def
+    is never given twins: it is imported, not emitted)."""
     decided = decided or {}
-    positions = _positions(defs)
-    chosen: dict[str, TypedDictDef] = {}
-    for name, node in sorted(defs.items()):
-        if not isinstance(node, dict) or not isinstance(node.get("properties"), dict) or not node["properties"]:
-            continue
-        if name in decided:
-            if decided[name]:
-                chosen[name] = _typed_dict_def(node)
-            continue
-        if name in messages or name in validated or positions.get(name) != {"value"}:
-            continue
-        if set(node) & {"anyOf", "oneOf", "allOf", "discriminator"}:
-            continue
-        props: dict[str, Any] = node["properties"]
-        closed = node.get("additionalProperties") is False
-        wire_keyed = any(not _is_identifier(key) for key in props)
-        option_set = not closed and not node.get("required")
-        if wire_keyed or option_set:
-            chosen[name] = _typed_dict_def(node)
+    chosen, wire_keyed = _candidates(defs, messages, validated, decided)
+    twins: dict[str, str] = {}
+    holders: list[str] = []
+    taken = set(defs)
+    for name in wire_keyed:
+        needed = _to_twin(defs, name, chosen, validated)
+        if not needed:
+            continue  # plain data already, or a map that stays a model
+        holders.append(name)
+        for model in sorted(needed):
+            if model not in twins:
+                twins[model] = _free_name(f"{model}Dict", taken)
+    if twins:
+        defs = _with_twins(defs, twins, holders)
+        chosen.update((twin, _typed_dict_def(defs[twin])) for twin in twins.values())
     # Plain data all the way down: a TypedDict holding a model would hand its readers a tree of
     # dicts and models mixed (`to_wire` of the dict leaves the models inside as they are).
     while True:
@@ -117,9 +134,121 @@ def choose(
             if name not in decided and any(_holds_model(defs, ref, chosen) for ref in _refs(defs[name]))
         }
         if not mixed:
-            return chosen
+            return Choice(chosen, twins, defs)
         for name in mixed:
             del chosen[name]
+
+
+def _candidates(
+    defs: dict[str, Any], messages: set[str], validated: set[str], decided: Mapping[str, bool]
+) -> tuple[dict[str, TypedDictDef], list[str]]:
+    """The defs the rules make `TypedDict`s before the plain-data check (the decided ones that
+    are), and which of them the rules chose as wire-keyed maps (sorted)."""
+    positions = _positions(defs)
+    chosen: dict[str, TypedDictDef] = {}
+    wire_keyed: list[str] = []
+    for name, node in sorted(defs.items()):
+        if not _is_object(node):
+            continue
+        if name in decided:
+            if decided[name]:
+                chosen[name] = _typed_dict_def(node)
+            continue
+        if name in messages or name in validated or positions.get(name) != {"value"}:
+            continue
+        if set(node) & _COMBINATORS:
+            continue
+        if any(not _is_identifier(key) for key in node["properties"]):
+            wire_keyed.append(name)
+            chosen[name] = _typed_dict_def(node)
+        elif node.get("additionalProperties") is not False and not node.get("required"):
+            chosen[name] = _typed_dict_def(node)  # an option set
+    return chosen, wire_keyed
+
+
+_COMBINATORS = frozenset({"anyOf", "oneOf", "allOf", "discriminator"})
+
+
+def _to_twin(
+    defs: dict[str, Any], holder: str, chosen: Mapping[str, TypedDictDef], validated: set[str]
+) -> set[str] | None:
+    """The model defs a wire-keyed map reaches (directly, or through the models it reaches),
+    which all need twins for the map to be plain data; None when one of them cannot have a twin,
+    or the map reaches a model some other way (through a union or an alias)."""
+    needed: set[str] = set()
+    queue = [holder]
+    while queue:
+        for ref in sorted(_refs(defs[queue.pop()])):
+            if ref in needed or ref == holder:
+                continue
+            node = defs.get(ref)
+            if ref in chosen or not _is_object(node):
+                if not _plain(defs, ref, chosen):
+                    return None  # a union or alias of models, or a TypedDict that holds one
+                continue
+            if ref in validated or set(node or ()) & _COMBINATORS:
+                return None
+            needed.add(ref)
+            queue.append(ref)
+    return needed
+
+
+def _plain(defs: dict[str, Any], name: str, chosen: Mapping[str, TypedDictDef]) -> bool:
+    """Is a value of def `name` plain data all the way down: does it reach no def but chosen
+    ones, aliases and scalars?"""
+    seen: set[str] = set()
+    queue = [name]
+    while queue:
+        current = queue.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current not in chosen and _is_object(defs.get(current)):
+            return False
+        queue.extend(_refs(defs.get(current)))
+    return True
+
+
+def _is_object(node: Any) -> bool:
+    return isinstance(node, dict) and isinstance(node.get("properties"), dict) and bool(node["properties"])
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    """`name`, or `name` with the first free number from 2 when a def already has it."""
+    found, n = name, 2
+    while found in taken:
+        found = f"{name}{n}"
+        n += 1
+    taken.add(found)
+    return found
+
+
+def _with_twins(defs: dict[str, Any], twins: Mapping[str, str], holders: list[str]) -> dict[str, Any]:
+    """`defs` with each twin added (a copy of its def, referring to twins itself) and the holders'
+    references to twinned defs pointing at the twins."""
+
+    def retarget(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#") and ref_name(ref) in twins:
+                return {**node, **make_ref(twins[ref_name(ref)])}
+            return {
+                key: value if key in ("const", "enum", "default", "examples") else retarget(value)
+                for key, value in node.items()
+            }
+        if isinstance(node, list):
+            return [retarget(value) for value in node]
+        return node
+
+    out = dict(defs)
+    for name in holders:
+        out[name] = retarget(defs[name])
+    for model, twin in twins.items():
+        node = retarget(copy.deepcopy(defs[model]))
+        note = f"The plain-data form of `{model}` (a `TypedDict`), as wire-keyed maps hold it."
+        node["description"] = f"{node['description']}\n\n{note}" if node.get("description") else note
+        out[twin] = node
+    return out
 
 
 def _typed_dict_def(node: dict[str, Any]) -> TypedDictDef:

@@ -162,8 +162,9 @@ def test_meta_and_other_wire_names_roundtrip() -> None:
         "_meta": {**META, "progressToken": "p1", "com.example/trace": {"id": 1}},
     }
     params = m26.CallToolRequestParams.model_validate(raw)
-    assert params.meta.progress_token == "p1"
-    assert params.meta.io_modelcontextprotocol_protocol_version == "2026-07-28"
+    assert params.meta.get("progressToken") == "p1"  # a `_meta` object is a TypedDict (wire-keyed)
+    assert params.meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+    assert params.meta["com.example/trace"] == {"id": 1}  # unknown keys kept
     assert params.model_dump(mode="json", exclude_unset=True) == raw
     assert params.model_dump(mode="json", by_alias=True, exclude_unset=True) == raw
 

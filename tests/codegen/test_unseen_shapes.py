@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from mcpgen.codegen.cli import main
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from typing_extensions import is_typeddict
 
 VERSION = "2031-02-03"
 
@@ -54,7 +55,15 @@ def schema() -> dict[str, Any]:
                     "jsonrpc": {"const": "2.0", "type": "string"},
                     "id": {"type": ["string", "integer"]},
                     "method": {"const": "ping", "type": "string"},
-                    "params": {"type": "object", "properties": {"echo": ref("Stamp")}},
+                    "params": {
+                        "type": "object",
+                        "properties": {
+                            "echo": ref("Stamp"),
+                            "who": ref("Agent"),
+                            "_meta": ref("Trace"),
+                            "drawn": ref("Sketch"),
+                        },
+                    },
                 },
                 "required": ["jsonrpc", "id", "method"],
             },
@@ -86,6 +95,30 @@ def schema() -> dict[str, Any]:
                 "properties": {"shapes": {"type": "array", "items": ref("Shape")}},
                 "required": ["shapes"],
             },
+            # a map keyed by wire names holding a def that is a model where it stands alone (its
+            # twin's name taken by another def), and one holding a union of models
+            "Agent": {
+                "type": "object",
+                "description": "Who sent it.",
+                "properties": {
+                    "name": {"type": "string"},
+                    "level": {"type": "integer", "minimum": 0},
+                    "badges": {"type": "array", "items": ref("Badge")},
+                },
+                "required": ["name"],
+            },
+            "Badge": {
+                "type": "object",
+                "properties": {"label": {"type": "string"}, "color": {"enum": ["red", "blue"], "type": "string"}},
+                "required": ["label"],
+            },
+            "AgentDict": {"type": "string"},
+            "Trace": {
+                "type": "object",
+                "properties": {"com.example/agent": ref("Agent"), "com.example/depth": {"type": "integer"}},
+                "required": ["com.example/agent"],
+            },
+            "Sketch": {"type": "object", "properties": {"com.example/shape": ref("Shape")}},
             "Result": {"type": "object", "properties": {}, "additionalProperties": {}},
             "EmptyResult": ref("Result"),
         },
@@ -248,3 +281,39 @@ def test_a_union_split_by_shape_picks_what_the_plain_union_picks(generated: tupl
     assert drawn == {"shapes": [{"kind": "round", "r": 1, "innerRadius": 0.5}]}
     with pytest.raises(ValidationError, match="union_tag_not_found"):
         split.validate_python({"kind": "oval"})
+
+
+def test_a_wire_keyed_map_holds_plain_twins_of_models(generated: tuple[ModuleType, str, Path]) -> None:
+    models, _, _ = generated
+    assert is_typeddict(models.Trace)
+    assert is_typeddict(models.AgentDict2) and is_typeddict(models.BadgeDict)  # `AgentDict` was taken
+    assert TypeAdapter(models.AgentDict).validate_python("s") == "s"  # the def of that name is left as it is
+    assert issubclass(models.Agent, BaseModel) and issubclass(models.Badge, BaseModel)
+    assert "Who sent it." in (models.AgentDict2.__doc__ or "")
+    meta = {
+        "com.example/agent": {"name": "a", "level": 2, "badges": [{"label": "x", "color": "red"}], "x-more": [1]},
+        "com.example/depth": 3,
+        "org.other/key": True,
+    }
+    raw = {"who": {"name": "b"}, "_meta": meta}
+    params = models.PingRequestParams.model_validate_json(json.dumps(raw))
+    assert type(params.meta) is dict and type(params.meta["com.example/agent"]["badges"][0]) is dict
+    assert isinstance(params.who, models.Agent)  # the def itself stays a model
+    assert params.model_dump(mode="json") == raw  # unknown keys kept, nothing added
+    for wrong in (
+        {"name": 3},  # strict scalars
+        {"name": "a", "level": -1},  # bounds
+        {"name": "a", "badges": [{"color": "red"}]},  # a twin's required key
+        {"name": "a", "badges": [{"label": "x", "color": "green"}]},  # a twin's enum
+        {"level": 1},  # the twin's required key
+    ):
+        with pytest.raises(ValidationError):
+            models.PingRequestParams.model_validate({"_meta": {**meta, "com.example/agent": wrong}})
+
+
+def test_a_wire_keyed_map_reaching_a_union_of_models_stays_a_model(generated: tuple[ModuleType, str, Path]) -> None:
+    models, _, _ = generated
+    assert issubclass(models.Sketch, BaseModel)
+    drawn = models.PingRequestParams.model_validate({"drawn": {"com.example/shape": {"kind": "square", "w": 2}}}).drawn
+    assert isinstance(drawn, models.Sketch)
+    assert not any(name.startswith(("DiscDict", "BoxDict", "ShapeDict")) for name in models.__all__)
