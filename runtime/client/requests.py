@@ -4,7 +4,6 @@ refused the version (`Client.request` is this, for the `Client` it belongs to)."
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -143,26 +142,10 @@ class RequestPipeline:
         return result
 
     def _check_params(self, spec: Any, body: dict[str, Any] | None) -> None:
-        """Validate the params of a request (ValidationError/ValueError when they are not valid);
-        a `_meta` equal to one checked before is not checked again. Equal, not the same object:
-        the client's `_meta` is built anew for each call from settings changed in place
-        (`client_info`), and a caller's or a request hook's dict may change between calls."""
-        model = spec.params
-        meta = body.get("_meta") if body is not None else None
-        if not isinstance(meta, dict) or not isinstance(model, type) or not issubclass(model, BaseModel):
-            spec.parse_params(body)
-            return
-        assert body is not None
-        checked = _checked_meta.get(model)
-        if checked is not None and checked[0] == meta:
-            spec.parse_params({**body, "_meta": checked[1]})  # a model instance is taken as it is
-            return
-        parsed = spec.parse_params(body)
-        name = _meta_field(model)
-        if name is not None:
-            value = getattr(parsed, name, None)
-            if isinstance(value, BaseModel):
-                _checked_meta[model] = (copy.deepcopy(meta), value)
+        """Validate the params of a request (ValidationError/ValueError when they are not valid),
+        its `_meta` included: the client's own (built anew for each call from settings that may
+        have changed in place, `client_info`), a caller's or a request hook's."""
+        spec.parse_params(body)
 
     async def _new_session(self, sessions: int) -> None:
         """The server ended the session: negotiate a new one (once, however many calls noticed)."""
@@ -223,25 +206,6 @@ class RequestPipeline:
         spec = self.spec(method)
         body = self.client.speaks.params_for(self.client, self.client.protocol_version, params) or {}
         return await self._send(spec, retry_params(body, result, responses), DEFAULT, None)
-
-
-# The `_meta` of a client's requests is the same from call to call (and mostly the same for every
-# client of a process): checked once per params model, then handed to validation as the model it
-# became. Shared by the clients of the process (params model -> the `_meta` checked last, as a copy,
-# and its model): a client whose `_meta` differs from the last one checked has its own checked
-# again, and is the one remembered then. The parsed model is only read (validation takes it as it is).
-_checked_meta: dict[Any, tuple[dict[str, Any], Any]] = {}
-_meta_fields: dict[Any, str | None] = {}
-
-
-def _meta_field(model: type[BaseModel]) -> str | None:
-    """The field of a params model that holds `_meta` (None: it has none)."""
-    if model not in _meta_fields:
-        _meta_fields[model] = next(
-            (name for name, info in model.model_fields.items() if "_meta" in (info.alias, info.validation_alias)),
-            None,
-        )
-    return _meta_fields[model]
 
 
 _warned: set[tuple[str, str]] = set()

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 from mcpgen.runtime import ClientHooks, OutgoingRequest, Server
-from mcpgen.runtime.client import requests as pipeline
 from mcpgen.runtime.client.options import CallNext
 from mcpgen.runtime.protocol.errors import InvalidParams
 from mcpgen.runtime.protocol.keys import CLIENT_INFO_KEY, LOG_LEVEL_KEY
@@ -29,13 +28,10 @@ def make_server() -> Server:
     return server
 
 
-async def test_the_clients_meta_is_checked_once_and_any_other_meta_again() -> None:
+async def test_the_clients_meta_and_any_other_meta_are_checked_before_sending() -> None:
     async with connected(make_server(), mode="2026-07-28") as client:
-        model = client.requests.spec("tools/call").params
-        for text in ("a", "b"):  # the second call finds the client's `_meta` checked already
+        for text in ("a", "b"):
             assert text_of(await client.call_tool("echo", {"text": text})) == text
-        first = pipeline._checked_meta[model]
-        assert first[0][CLIENT_INFO_KEY] == client.client_info
         bad = {"name": "echo", "arguments": {"text": "c"}, "_meta": {CLIENT_INFO_KEY: 5}}
         with pytest.raises(InvalidParams, match="invalid params for tools/call"):
             await client.request("tools/call", bad)
@@ -43,24 +39,11 @@ async def test_the_clients_meta_is_checked_once_and_any_other_meta_again() -> No
             await client.request("tools/call", {**bad, "_meta": {LOG_LEVEL_KEY: "loudest"}})
         client.log_level = "debug"  # a different `_meta`: checked (and sent) as it is now
         assert text_of(await client.call_tool("echo", {"text": "d"})) == "d"
-        client.client_info["name"] = "renamed"  # changed in place: not the `_meta` checked before
+        client.client_info["name"] = "renamed"  # changed in place: still valid, sent as it is now
         assert text_of(await client.call_tool("echo", {"text": "e"})) == "e"
-        assert pipeline._checked_meta[model][0][CLIENT_INFO_KEY] == {**client.client_info}
-
-
-async def test_clients_with_the_same_meta_share_its_check() -> None:
-    server = make_server()
-    async with connected(server, mode="2026-07-28") as one, connected(server, mode="2026-07-28") as two:
-        model = one.requests.spec("tools/call").params
-        assert text_of(await one.call_tool("echo", {"text": "a"})) == "a"
-        checked = pipeline._checked_meta[model]
-        assert text_of(await two.call_tool("echo", {"text": "b"})) == "b"
-        assert pipeline._checked_meta[model] is checked  # the second client's `_meta` was the one checked
-        two.client_info["name"] = "other"  # now different: checked for itself, and remembered instead
-        assert text_of(await two.call_tool("echo", {"text": "c"})) == "c"
-        assert pipeline._checked_meta[model][0][CLIENT_INFO_KEY]["name"] == "other"
-        assert text_of(await one.call_tool("echo", {"text": "d"})) == "d"
-        assert pipeline._checked_meta[model][0][CLIENT_INFO_KEY] == one.client_info
+        client.client_info["version"] = 2  # changed in place, no longer valid
+        with pytest.raises(InvalidParams, match="invalid params for tools/call"):
+            await client.call_tool("echo", {"text": "f"})
 
 
 async def test_a_meta_the_caller_changes_in_place_is_checked_in_full_again() -> None:
