@@ -351,6 +351,7 @@ def _json_native(annotation: Any) -> bool:
     return False
 
 
+_JSON_SCALARS = frozenset({int, float, str, bool, type(None)})  # exact types
 _NATIVE = (int, float, str, bool, type(None), list, dict)  # exact types (no subclasses: enums are not)
 _PLAIN_TYPES: dict[str, type] = {"integer": int, "string": str, "boolean": bool}
 _CORE_TYPES: dict[type, str] = {int: "int", str: "str", bool: "bool"}  # pydantic-core's schema types
@@ -387,7 +388,7 @@ def _content_item(value: Any) -> Any:
 
 def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 - one return per kind of input
     """A tool's return value as a `CallToolResult` object."""
-    dumped = dump(value)
+    dumped = value if type(value) in _JSON_SCALARS else dump(value)  # (a plain scalar is no model: no check)
     prebuilt = isinstance(dumped, dict) and isinstance(dumped.get("content"), list)
     if prebuilt and (tool.output_schema is None or "structuredContent" in dumped):
         return _checked(tool, dumped)  # already a CallToolResult
