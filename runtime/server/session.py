@@ -300,7 +300,8 @@ class ServerSession(Session):
         """Stamp and validate a handler's result (a dict or a model) as the wire object. A result
         the runtime built itself (`Built`: a tool's text or checked structured output) is
         validated the first time its method is answered with one in a version (with the era's
-        stamps), and trusted from then on."""
+        stamps), and trusted from then on. It is returned as a plain dict: pydantic-core encodes a
+        dict subclass (`Built`) about three times as slowly as a dict."""
         found = value if type(value) is Built else wire.to_wire(value)
         if not isinstance(found, dict):
             raise InternalError(f"the {spec.method} handler returned {type(value).__name__}, not a result object")
@@ -310,7 +311,7 @@ class ServerSession(Session):
             return result
         built = type(found) is Built
         if built and (ctx.protocol_version, spec.method) in server.vouched_results:
-            return result
+            return result if type(result) is dict else dict(result)  # (a plain dict is encoded faster)
         try:
             spec.parse_result(result)
         except ValidationError as exc:
@@ -320,6 +321,7 @@ class ServerSession(Session):
             ) from None
         if built:
             server.vouched_results.add((ctx.protocol_version, spec.method))
+            return result if type(result) is dict else dict(result)
         return result
 
     async def handle_notification(self, method: str, params: dict[str, Any] | None, context: TransportContext) -> None:

@@ -167,6 +167,30 @@ def test_a_plain_scalar_output_is_taken_without_the_schema_check() -> None:
     assert "does not match its outputSchema" in refused["content"][0]["text"]
 
 
+def test_a_plain_output_type_with_a_serializer_of_its_own_is_dumped_through_it() -> None:
+    """Only an output type that is nothing but int, str or bool dumps a value to itself: one with
+    a serializer (the same JSON schema) still goes through it."""
+    server = Server("serialized")
+
+    @server.tool()
+    def doubled() -> Annotated[int, pydantic.PlainSerializer(lambda value: value * 2, return_type=int)]:
+        return 3
+
+    def shouted() -> Annotated[str, pydantic.PlainSerializer(str.upper, return_type=str)]:
+        return "hi"
+
+    server.add_tool(shouted, structured_output=True)  # (a str return is text unless asked)
+    doubled_tool, shouted_tool = server.tools["doubled"], server.tools["shouted"]
+    assert (doubled_tool.plain_output, shouted_tool.plain_output) == (int, str)
+    assert (doubled_tool.plain_dump, shouted_tool.plain_dump) == (None, None)
+    assert tool_result(doubled_tool, 3) == {
+        "content": [{"type": "text", "text": '{"result": 6}'}],
+        "structuredContent": {"result": 6},
+    }
+    assert tool_result(shouted_tool, "hi")["structuredContent"] == {"result": "HI"}
+    assert make_server().tools["number"].plain_dump is int
+
+
 @pytest.mark.parametrize(
     ("kind", "value"),
     [

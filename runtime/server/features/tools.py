@@ -129,6 +129,16 @@ class ToolDef:
         return _PLAIN_TYPES.get(inner["type"]) if set(inner) == {"type"} and isinstance(inner["type"], str) else None
 
     @cached_property
+    def plain_dump(self) -> type | None:
+        """`plain_output` when the output type is nothing but that type (no serializer of its own):
+        a validated value of exactly that type then dumps to itself (None otherwise)."""
+        plain = self.plain_output
+        adapter = self.output_adapter
+        if plain is None or adapter is None:
+            return None
+        return plain if adapter.core_schema == {"type": _CORE_TYPES[plain]} else None
+
+    @cached_property
     def header_params(self) -> dict[str, str]:
         """`x-mcp-header` name -> argument name, for the arguments that declare one."""
         properties = self.input_schema.get("properties") or {}
@@ -301,7 +311,8 @@ def _structured(tool: ToolDef, value: Any) -> dict[str, Any]:
     validate, serialize = tool.output_calls
     try:
         checked = validate(value)
-        structured = serialize(checked)
+        # (a plain int, str or bool output type dumps a value of exactly that type to itself)
+        structured = checked if type(checked) is tool.plain_dump else serialize(checked)
     except ValidationError as exc:
         return error_result(
             f"tool {tool.name} returned output that does not match its outputSchema: {validation_detail(exc)}"
@@ -340,8 +351,10 @@ def _json_native(annotation: Any) -> bool:
     return False
 
 
+_JSON_SCALARS = frozenset({int, float, str, bool, type(None)})  # exact types
 _NATIVE = (int, float, str, bool, type(None), list, dict)  # exact types (no subclasses: enums are not)
 _PLAIN_TYPES: dict[str, type] = {"integer": int, "string": str, "boolean": bool}
+_CORE_TYPES: dict[type, str] = {int: "int", str: "str", bool: "bool"}  # pydantic-core's schema types
 _PLAIN_RESULT = '{"result": %s}'
 _PLAIN_JSON: dict[type, Callable[[Any], str]] = {
     int: int.__repr__,  # (what the json module writes for an int)
@@ -375,7 +388,7 @@ def _content_item(value: Any) -> Any:
 
 def tool_result(tool: ToolDef, value: Any) -> dict[str, Any]:  # noqa: PLR0911 - one return per kind of input
     """A tool's return value as a `CallToolResult` object."""
-    dumped = dump(value)
+    dumped = value if type(value) in _JSON_SCALARS else dump(value)  # (a plain scalar is no model: no check)
     prebuilt = isinstance(dumped, dict) and isinstance(dumped.get("content"), list)
     if prebuilt and (tool.output_schema is None or "structuredContent" in dumped):
         return _checked(tool, dumped)  # already a CallToolResult
