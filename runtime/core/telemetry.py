@@ -136,6 +136,11 @@ class Instrumentation:
         self._ready = True
         return True
 
+    def load(self) -> None:
+        """Import what `ready` imports (the package, some 50 ms on a quiet machine), so a first
+        request does not wait on it; nothing else is looked at or set up."""
+        from opentelemetry import metrics, trace  # noqa: F401
+
     def _setup(self, tracer_provider: Any, meter_provider: Any) -> None:
         from opentelemetry import metrics, trace
 

@@ -109,6 +109,16 @@ class VersionRegistry:
                 return spec.name_param
         return None
 
+    def build_validators(self, version: str, extensions: Iterable[str] = ()) -> None:
+        """Build now the validators that reading and checking the messages of `version`'s table
+        (with `extensions` in force) builds when each method is first used: the generated models
+        are deferred (`defer_build`), so each method's first message builds its params and
+        result validators, tens of milliseconds each on a quiet machine (a large result union
+        about a hundred), many times that on a loaded one. A server calls it before it is ready,
+        so no first request waits on it; a second call finds everything built and builds nothing."""
+        for spec in self.table(version, extensions).values():
+            build_row_validators(spec)
+
     def models(self, version: str) -> ModuleType:
         """The generated models module of `version` (`mcpgen.generated.vYYYY_MM_DD.models`)."""
         module: ModuleType = importlib.import_module(f"{self.tree.module(version).__name__}.models")
@@ -201,6 +211,31 @@ class VersionRegistry:
             for member in _union_members(_list_item(item)):
                 tags.update(_literal_values(_field_annotation(_model_of(member), "type")))
         return frozenset(tags)
+
+
+def build_row_validators(spec: MethodSpec) -> None:
+    """Build what `spec.parse_params` and `spec.parse_result` build on first use (the same
+    objects: a model's own validator, or the row's adapter for a union or a TypedDict)."""
+    if spec.params is not None:
+        if _is_model_class(spec.params):
+            _build_model(spec.params)
+        else:
+            spec.params_adapter  # noqa: B018  (a cached property: reading it builds it)
+    if not spec.result:
+        return
+    if len(spec.result) == 1 and _is_model_class(spec.result[0]):
+        _build_model(spec.result[0])
+    else:
+        spec.result_adapter  # noqa: B018  (a cached property: reading it builds it)
+
+
+def _is_model_class(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _build_model(model: type[BaseModel]) -> None:
+    if not model.__pydantic_complete__:
+        model.model_rebuild(raise_errors=False)  # one that cannot be built fails where it is used, as before
 
 
 def _model_of(annotation: Any) -> Any:

@@ -102,12 +102,14 @@ async def serve_listen(ctx: RequestContext, params: Any) -> dict[str, Any]:
     route = ctx.request.context.reply
     session = ctx.session
     try:
+        # Listening before the acknowledgement goes out: a change made while it is being written
+        # waits in the stream's queue (drained after it), rather than missing the stream.
+        ctx.server.listening.add(stream)
         await session.send_notification(
             "notifications/subscriptions/acknowledged",
             {"notifications": honoured, "_meta": {SUBSCRIPTION_ID_KEY: ctx.request_id}},
             route=route,
         )
-        ctx.server.listening.add(stream)
         if task_ids:
             await ctx.server.tasks.attach(stream)
         assert stream._receive is not None

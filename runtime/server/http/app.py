@@ -151,6 +151,7 @@ class HttpApp:
         store's change feed) for the body."""
         if self._task_group is not None:
             raise RuntimeError("this app is running already")
+        self.server.build_validators()  # before serving: no first request waits on them
         async with self.server.running(), anyio.create_task_group() as tg:
             self._task_group = self.sessions.task_group = tg
             self.closing = False

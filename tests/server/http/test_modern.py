@@ -273,3 +273,30 @@ async def test_prompts_and_resources_need_their_name_header() -> None:
             request(4, "tools/list", {"_meta": meta()}), {"mcp-protocol-version": V25}
         )  # a handshake-era header: the session path, which wants a session
         assert legacy_header.status == 400
+
+
+async def test_a_change_made_while_the_listen_ack_is_sent_is_delivered_after_it() -> None:
+    """The acknowledgement tells the client it hears every change from then on; a change made
+    while the acknowledgement is still being written (another request's, on a loaded machine)
+    is queued for the stream and sent after it, never lost."""
+    server = make_server()
+    app = server.http_app()
+
+    async def change_during_ack(scope: Any, receive: Any, send: Any) -> None:
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and b"subscriptions/acknowledged" in message.get("body", b""):
+                server.add_prompt(lambda: "x", name="made_during_the_ack")
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    async with app.run(), asgi_client(change_during_ack, run=False) as client:
+        params = {"notifications": {"toolsListChanged": True, "promptsListChanged": True}, "_meta": meta()}
+        reply = await client.post(request("L", "subscriptions/listen", params), modern_headers("subscriptions/listen"))
+        events = reply.events()
+        ack = await next_data(events)
+        assert ack.json()["method"] == "notifications/subscriptions/acknowledged"
+        server.add_tool(lambda: "x", name="made_after_the_ack")
+        assert (await next_data(events)).json()["method"] == "notifications/prompts/list_changed"
+        assert (await next_data(events)).json()["method"] == "notifications/tools/list_changed"
+        app.close_streams()
