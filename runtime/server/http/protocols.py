@@ -27,6 +27,7 @@ from .security import DEFAULT_HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from .app import HttpApp
+    from .asgi import Timers
 
 H11 = f"{__name__}:TimedH11Protocol"
 HTTPTOOLS = f"{__name__}:TimedHttpToolsProtocol"
@@ -50,6 +51,13 @@ def served_app(app: Any) -> HttpApp | None:
     return None
 
 
+def timers_of(app: Any, loop: asyncio.AbstractEventLoop) -> Timers | None:
+    """The shared request deadlines of the served app, when it runs them on `loop`."""
+    found = served_app(app)
+    timers: Timers | None = getattr(found, "timers", None)
+    return timers if timers is not None and timers.loop is loop else None
+
+
 def header_timeout_of(app: Any) -> float:
     """The head deadline of the served app (the default one for another app)."""
     found = served_app(app)
@@ -59,31 +67,49 @@ def header_timeout_of(app: Any) -> float:
 class HeadDeadline:
     """The deadline itself, mixed into a uvicorn protocol (which gives `loop`, `transport`, `cycle`
     and `app`): armed when the connection opens and when a response completes, disarmed when
-    the next request's head has come (a new request cycle)."""
+    the next request's head has come (a new request cycle). It is an entry of the served app's
+    shared `Timers` (adding and dropping one is a dict entry, no loop timer per request), or a
+    loop timer of its own when the app has none on this loop (another app, not running)."""
 
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     cycle: Any
     app: Any
     _head_timer: asyncio.TimerHandle | None = None
+    _head_due: Timers | None = None  # the shared timers holding the deadline (armed there)
     _waiting_after: object = None  # the request cycle before the head being waited for
     _header_timeout: float | None = None
+    _timers: Timers | None = None  # the served app's shared timers on this loop (once looked up)
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()
-        if self._header_timeout is None:
+        if self._header_timeout is None:  # (the connection's first deadline: what it uses, looked up)
             self._header_timeout = header_timeout_of(self.app)
+            self._timers = timers_of(self.app, self.loop)
+        timers = self._timers
         self._waiting_after = self.cycle
-        self._head_timer = self.loop.call_later(self._header_timeout, self._head_too_slow)
+        if timers is not None:
+            self._head_due = timers
+            timers.add(self, self.loop.time() + self._header_timeout)
+        else:
+            self._head_timer = self.loop.call_later(self._header_timeout, self._head_too_slow)
 
     def _disarm_head_timer(self) -> None:
+        if self._head_due is not None:
+            self._head_due.discard(self)
+            self._head_due = None
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
 
     def _head_came(self) -> None:
-        if self._head_timer is not None and self.cycle is not self._waiting_after:
+        if (self._head_due is not None or self._head_timer is not None) and self.cycle is not self._waiting_after:
             self._disarm_head_timer()  # the head came: the app bounds the body
+
+    def due(self) -> None:
+        """The shared timers' call: the deadline has passed."""
+        self._head_due = None
+        self._head_too_slow()
 
     def _head_too_slow(self) -> None:
         self._head_timer = None
