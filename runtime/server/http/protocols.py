@@ -12,6 +12,9 @@ that uvicorn's worker processes import by name (`http="module:Class"`). When the
 (`HttpApp.close_streams`), so the wait for open responses does not last the whole graceful
 timeout, in worker processes too.
 
+Both also write a response's head with its body (`OneWriteHead`): uvicorn writes them one after
+the other, two system calls and two TCP segments for a JSON answer; here one.
+
 `http_protocol()` names the fastest one installed, as uvicorn's own "auto" would pick.
 """
 
@@ -64,6 +67,78 @@ def header_timeout_of(app: Any) -> float:
     return found.security.header_timeout if found is not None else DEFAULT_HEADER_TIMEOUT
 
 
+class OneWriteHead:
+    """A connection's transport that writes a response's head with its body, in one system call
+    (and one TCP segment) where uvicorn writes them one after the other: told (`hold`) that a new
+    request came, it holds the next write (the head) until the one after it, or until the loop's
+    next turn when nothing follows at once (an SSE stream's head, a `100 Continue`). Everything
+    else passes through to the transport."""
+
+    __slots__ = ("_flush", "_held", "_loop", "_transport", "hold")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+        self._flush: asyncio.Handle | None = None
+        self.hold = False  # the next write is a response's head: hold it
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        held = self._held
+        if held is not None:  # the body after the head (most responses: both in one step of the app)
+            self._held = None
+            if self._flush is not None:
+                self._flush.cancel()
+                self._flush = None
+            self._transport.write(held + data)
+        elif self.hold and data:
+            self.hold = False
+            self._held = bytes(data)
+            self._flush = self._loop.call_soon(self.flush)
+        else:
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        """Write a held head now."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def writelines(self, data: Any) -> None:
+        self.flush()
+        self._transport.writelines(data)
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = None
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def __getattr__(self, name: str) -> Any:  # the transport's other methods (set_protocol, ...)
+        return getattr(self._transport, name)
+
+
 class HeadDeadline:
     """The deadline itself, mixed into a uvicorn protocol (which gives `loop`, `transport`, `cycle`
     and `app`): armed when the connection opens and when a response completes, disarmed when
@@ -80,6 +155,8 @@ class HeadDeadline:
     _waiting_after: object = None  # the request cycle before the head being waited for
     _header_timeout: float | None = None
     _timers: Timers | None = None  # the served app's shared timers on this loop (once looked up)
+    _writes: OneWriteHead
+    _written_for: object = None  # the request cycle whose response head was last held
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()
@@ -126,11 +203,16 @@ class HeadDeadline:
     # `super()` is the uvicorn protocol's.
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[misc]
+        self._writes = writes = OneWriteHead(transport, self.loop)  # type: ignore[arg-type]
+        super().connection_made(writes)  # type: ignore[misc]
         self._arm_head_timer()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)  # type: ignore[misc]
+        cycle = self.cycle
+        if cycle is not self._written_for:  # a new request: its response's head waits for its body
+            self._written_for = cycle
+            self._writes.hold = True
         self._head_came()
 
     def on_response_complete(self) -> None:
@@ -148,11 +230,11 @@ class HeadDeadline:
 
 
 class TimedH11Protocol(HeadDeadline, H11Protocol):
-    """uvicorn's h11 protocol with the head deadline."""
+    """uvicorn's h11 protocol with the head deadline, writing a head with its body."""
 
 
 if importlib.util.find_spec("httptools") is not None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class TimedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
-        """uvicorn's httptools protocol with the head deadline."""
+        """uvicorn's httptools protocol with the head deadline, writing a head with its body."""
