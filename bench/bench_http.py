@@ -32,13 +32,20 @@ difference divided by N is one call's cost (parsing, the app, writing the respon
 kernel, not the client). Each app's count is given as the empty app's share of it: the rate the
 app would reach, as a share of the empty app's, when the server's CPU is what limits both.
 
+Counts (`--syscalls`): per call, over one wrk run, the server's system calls by kind (`perf trace
+-s`, else `strace -c`), its context switches, and what its event loop did (`servers/counted.py`:
+loop turns, callbacks, timers, tasks, writes). `--protocol mcpgen` serves every app with the HTTP
+protocol classes `mcpgen serve` runs instead of uvicorn's own (timed runs, counts, instructions).
+
 Memory: resident memory growth of the server per idle handshake-era session (h11 stack, httpx).
 
     python bench/bench_http.py [--seconds 5] [--stacks h11,httptools] [--apps empty,mcpgen,official,official_json]
         [--configs modern:1,modern:50,handshake:1,handshake:50] [--tools sync,async]
         [--multi mcpgen,uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
     python bench/bench_http.py --instructions [--calls 200] [--stacks h11,httptools] [--tools async]
-        [--apps empty,mcpgen,official_json] [--configs modern:1,handshake:1]
+        [--apps empty,mcpgen,official_json] [--configs modern:1,handshake:1] [--protocol mcpgen]
+    python bench/bench_http.py --syscalls [--seconds 3] [--stacks h11,httptools] [--apps empty,mcpgen]
+        [--configs modern:1,handshake:1,modern:50] [--tools async] [--protocol mcpgen]
 """
 
 from __future__ import annotations
@@ -518,11 +525,11 @@ def memory() -> dict[str, Any]:
 # -- instructions ----------------------------------------------------------------------------------
 
 
-def run_counted(stack: str, app: str, era: str, tool: str, calls: int) -> int:
+def run_counted(stack: str, app: str, era: str, tool: str, calls: int, protocol: str = "uvicorn") -> int:  # noqa: PLR0913
     """Instructions of one run of `servers/drive_asgi.py` under callgrind."""
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         f"{SERVERS}/drive_asgi.py", stack, app, era, tool, str(calls)],
+         f"{SERVERS}/drive_asgi.py", stack, app, era, tool, str(calls), protocol],
         cwd=ROOT, capture_output=True, text=True, check=True, env=child_env(PYTHONHASHSEED="0"),
     )  # fmt: skip
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
@@ -530,13 +537,14 @@ def run_counted(stack: str, app: str, era: str, tool: str, calls: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_call(case: tuple[str, str, str, str], calls: int) -> int:
+def per_call(case: tuple[str, str, str, str], calls: int, protocol: str = "uvicorn") -> int:
     stack, app, era, tool = case
     subprocess.run(  # once outside valgrind: both counted runs find the same compiled bytecode
-        [sys.executable, f"{SERVERS}/drive_asgi.py", stack, app, era, tool, "0"],
+        [sys.executable, f"{SERVERS}/drive_asgi.py", stack, app, era, tool, "0", protocol],
         cwd=ROOT, capture_output=True, check=True, env=child_env(PYTHONHASHSEED="0"),
     )  # fmt: skip
-    return (run_counted(stack, app, era, tool, calls) - run_counted(stack, app, era, tool, 0)) // calls
+    counted = run_counted(stack, app, era, tool, calls, protocol) - run_counted(stack, app, era, tool, 0, protocol)
+    return counted // calls
 
 
 def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
@@ -551,7 +559,7 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
         for tool in (["-"] if app == "empty" else options.tools)
     ]
     with ThreadPoolExecutor(jobs) as pool:
-        counts = dict(zip(cases, pool.map(lambda case: per_call(case, calls), cases), strict=True))
+        counts = dict(zip(cases, pool.map(lambda case: per_call(case, calls, options.protocol), cases), strict=True))
     rows = []
     for stack in options.stacks:
         for era in eras:
@@ -566,12 +574,14 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
                     row[APP_LABEL[app]] = f"{count:,}"
                     row[f"{APP_LABEL[app]}: empty's share"] = f"{empty / count * 100:.0f}%" if empty else ""
                 row["command"] = command(
-                    "--instructions", "--stacks", stack, "--configs", f"{era}:1", "--tools", tool, "--calls", str(calls)
-                )
+                    "--instructions", "--stacks", stack, "--configs", f"{era}:1", "--tools", tool,
+                    "--calls", str(calls), "--protocol", options.protocol,
+                )  # fmt: skip
                 rows.append(row)
     print(f"instructions per call: {counts}", flush=True)
     return {
-        "title": "Streamable HTTP server: CPU instructions per call (callgrind, uvicorn's protocol in process)",
+        "title": "Streamable HTTP server: CPU instructions per call (callgrind, uvicorn's protocol in process)"
+        + (", mcpgen serve's protocol classes" if options.protocol == "mcpgen" else ""),
         "keys": ["stack", "era", "tool"],
         "columns": [c for c in rows[0] if c != "command"],
         "rows": rows,
@@ -579,8 +589,8 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
         "notes": [
             "python bench/servers/drive_asgi.py STACK APP ERA TOOL N under valgrind --tool=callgrind,"
             f" N = {calls} and 0 (after the same 50-call warm-up); the difference / N; PYTHONHASHSEED=0",
-            "one connection, each request after the previous response; uvicorn's own protocol class"
-            " (mcpgen serve runs it with a head deadline: one loop timer per request more)",
+            "one connection, each request after the previous response; uvicorn's own protocol class, or with"
+            " --protocol mcpgen the one mcpgen serve runs (with the head deadline, writing a head with its body)",
             "empty's share: the empty app's instructions / the app's (the rate share when server CPU is the limit)",
         ],
     }
