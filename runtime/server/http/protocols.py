@@ -70,9 +70,11 @@ def header_timeout_of(app: Any) -> float:
 class OneWriteHead:
     """A connection's transport that writes a response's head with its body, in one system call
     (and one TCP segment) where uvicorn writes them one after the other: told (`hold`) that a new
-    request came, it holds the next write (the head) until the one after it, or until the loop's
-    next turn when nothing follows at once (an SSE stream's head, a `100 Continue`). Everything
-    else passes through to the transport."""
+    request came, it holds the next write (the head) until the one after it. A head without a
+    `Content-Length` (an SSE stream's, a `100 Continue`) goes out on the loop's next turn when
+    nothing follows at once; one with a length waits for its body, or for the response to be
+    complete or the connection to close (`flush`, which the protocol calls then). Everything else
+    passes through to the transport."""
 
     __slots__ = ("_flush", "_held", "_loop", "_transport", "hold")
 
@@ -93,8 +95,9 @@ class OneWriteHead:
             self._transport.write(held + data)
         elif self.hold and data:
             self.hold = False
-            self._held = bytes(data)
-            self._flush = self._loop.call_soon(self.flush)
+            self._held = held = bytes(data)
+            if b"content-length:" not in held.lower():  # (with a length, its body follows: see `flush`)
+                self._flush = self._loop.call_soon(self.flush)
         else:
             self._transport.write(data)
 
@@ -216,6 +219,7 @@ class HeadDeadline:
         self._head_came()
 
     def on_response_complete(self) -> None:
+        self._writes.flush()  # (a head held for a body that never came: a HEAD request's)
         super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing():
             self._arm_head_timer()

@@ -289,6 +289,13 @@ async def test_a_response_head_is_written_with_its_body_or_on_the_next_turn(anyi
     writes.write(b"EVENT")
     assert transport.writes[-2:] == [b"SSE HEAD", b"EVENT"]
 
+    writes.hold = True  # a head with a length waits for its body (no turn of the loop spent on it)...
+    writes.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    await asyncio.sleep(0)
+    assert transport.writes[-1] == b"EVENT"
+    writes.flush()  # ...or for the response to be complete (the protocol flushes then)
+    assert transport.writes[-1] == b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
     writes.hold = True
     writes.write(b"LAST HEAD")
     writes.close()
