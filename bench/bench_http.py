@@ -32,13 +32,20 @@ difference divided by N is one call's cost (parsing, the app, writing the respon
 kernel, not the client). Each app's count is given as the empty app's share of it: the rate the
 app would reach, as a share of the empty app's, when the server's CPU is what limits both.
 
+Counts (`--syscalls`): per call, over one wrk run, the server's system calls by kind (`perf trace
+-s`, else `strace -c`), its context switches, and what its event loop did (`servers/counted.py`:
+loop turns, callbacks, timers, tasks, writes). `--protocol mcpgen` serves every app with the HTTP
+protocol classes `mcpgen serve` runs instead of uvicorn's own (timed runs, counts, instructions).
+
 Memory: resident memory growth of the server per idle handshake-era session (h11 stack, httpx).
 
     python bench/bench_http.py [--seconds 5] [--stacks h11,httptools] [--apps empty,mcpgen,official,official_json]
         [--configs modern:1,modern:50,handshake:1,handshake:50] [--tools sync,async]
         [--multi mcpgen,uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
     python bench/bench_http.py --instructions [--calls 200] [--stacks h11,httptools] [--tools async]
-        [--apps empty,mcpgen,official_json] [--configs modern:1,handshake:1]
+        [--apps empty,mcpgen,official_json] [--configs modern:1,handshake:1] [--protocol mcpgen]
+    python bench/bench_http.py --syscalls [--seconds 3] [--stacks h11,httptools] [--apps empty,mcpgen]
+        [--configs modern:1,handshake:1,modern:50] [--tools async] [--protocol mcpgen]
 """
 
 from __future__ import annotations
@@ -75,6 +82,11 @@ TOOLS = {"sync": "add", "async": "add_async"}
 
 STACKS = {"h11": ("h11", "asyncio"), "httptools": ("httptools", "uvloop")}
 STACK_LABEL = {"h11": "uvicorn h11 + asyncio", "httptools": "uvicorn httptools + uvloop"}
+MCPGEN_PROTOCOLS = {  # `mcpgen serve`'s HTTP protocol classes (uvicorn's, with the head deadline)
+    "h11": "mcpgen.runtime.server.http.protocols:TimedH11Protocol",
+    "httptools": "mcpgen.runtime.server.http.protocols:TimedHttpToolsProtocol",
+}
+COUNTED_LOOPS = {"h11": "counted:asyncio_loop", "httptools": "counted:uvloop_loop"}
 APPS = {
     "empty": "apps:empty",
     "mcpgen": "apps:mcpgen_app",
@@ -184,9 +196,17 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
-def server_command(stack: str, app: str, port: int, launcher: str | None) -> tuple[list[str], dict[str, str]]:
-    """The command line that serves `app` on `stack` (one worker, or `WORKERS` with `launcher`)."""
+def server_command(  # noqa: PLR0913  (what is served, and how)
+    stack: str, app: str, port: int, launcher: str | None, protocol: str = "uvicorn", counted: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """The command line that serves `app` on `stack` (one worker, or `WORKERS` with `launcher`):
+    with uvicorn's own HTTP protocol class or `mcpgen serve`'s (`protocol`), on a loop that counts
+    what it does (`counted`, `servers/counted.py`)."""
     http, loop = STACKS[stack]
+    if protocol == "mcpgen":
+        http = MCPGEN_PROTOCOLS[stack]
+    if counted:
+        loop = COUNTED_LOOPS[stack]
     env: dict[str, str] = {}
     target = APPS[app]
     if launcher is not None and app == "mcpgen":  # the worker processes build mcpgen's app with its factory
@@ -213,10 +233,15 @@ def shown(cmd: list[str], env: dict[str, str]) -> str:
 
 
 @contextmanager
-def serving(stack: str, app: str, launcher: str | None = None) -> Iterator[Served]:
-    """`app` served on `stack`, once it accepts connections."""
+def serving(
+    stack: str, app: str, launcher: str | None = None, protocol: str = "uvicorn", counts: Path | None = None
+) -> Iterator[Served]:
+    """`app` served on `stack`, once it accepts connections (on a counting loop that writes its
+    counts to `counts` on SIGUSR1, when given)."""
     port = free_port()
-    cmd, env = server_command(stack, app, port, launcher)
+    cmd, env = server_command(stack, app, port, launcher, protocol, counts is not None)
+    if counts is not None:
+        env["MCPGEN_COUNTS"] = str(counts)
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / f"{stack}-{app}-{launcher or 'single'}.log"
     with log.open("wb") as output:  # the server's own output, kept out of the tables
@@ -330,6 +355,8 @@ class Options:
     instructions: bool = False
     calls: int = 200
     jobs: int = 1
+    syscalls: bool = False
+    protocol: str = "uvicorn"
 
 
 def measure(served: Served, app: str, case: Case, options: Options) -> Load:
@@ -378,7 +405,7 @@ def single_worker(options: Options) -> dict[str, Any]:
     where: dict[str, str] = {}
     for stack in options.stacks:
         for app in options.apps:
-            with serving(stack, app) as served:
+            with serving(stack, app, protocol=options.protocol) as served:
                 print(f"{STACK_LABEL[stack]}: {APP_LABEL[app]}", flush=True)
                 if app != "empty":
                     where[app] = runs_on(served.url)
@@ -498,11 +525,11 @@ def memory() -> dict[str, Any]:
 # -- instructions ----------------------------------------------------------------------------------
 
 
-def run_counted(stack: str, app: str, era: str, tool: str, calls: int) -> int:
+def run_counted(stack: str, app: str, era: str, tool: str, calls: int, protocol: str = "uvicorn") -> int:  # noqa: PLR0913
     """Instructions of one run of `servers/drive_asgi.py` under callgrind."""
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         f"{SERVERS}/drive_asgi.py", stack, app, era, tool, str(calls)],
+         f"{SERVERS}/drive_asgi.py", stack, app, era, tool, str(calls), protocol],
         cwd=ROOT, capture_output=True, text=True, check=True, env=child_env(PYTHONHASHSEED="0"),
     )  # fmt: skip
     found = re.search(r"Collected : ([\d,]+)", done.stderr)
@@ -510,13 +537,14 @@ def run_counted(stack: str, app: str, era: str, tool: str, calls: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def per_call(case: tuple[str, str, str, str], calls: int) -> int:
+def per_call(case: tuple[str, str, str, str], calls: int, protocol: str = "uvicorn") -> int:
     stack, app, era, tool = case
     subprocess.run(  # once outside valgrind: both counted runs find the same compiled bytecode
-        [sys.executable, f"{SERVERS}/drive_asgi.py", stack, app, era, tool, "0"],
+        [sys.executable, f"{SERVERS}/drive_asgi.py", stack, app, era, tool, "0", protocol],
         cwd=ROOT, capture_output=True, check=True, env=child_env(PYTHONHASHSEED="0"),
     )  # fmt: skip
-    return (run_counted(stack, app, era, tool, calls) - run_counted(stack, app, era, tool, 0)) // calls
+    counted = run_counted(stack, app, era, tool, calls, protocol) - run_counted(stack, app, era, tool, 0, protocol)
+    return counted // calls
 
 
 def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
@@ -531,7 +559,7 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
         for tool in (["-"] if app == "empty" else options.tools)
     ]
     with ThreadPoolExecutor(jobs) as pool:
-        counts = dict(zip(cases, pool.map(lambda case: per_call(case, calls), cases), strict=True))
+        counts = dict(zip(cases, pool.map(lambda case: per_call(case, calls, options.protocol), cases), strict=True))
     rows = []
     for stack in options.stacks:
         for era in eras:
@@ -546,12 +574,14 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
                     row[APP_LABEL[app]] = f"{count:,}"
                     row[f"{APP_LABEL[app]}: empty's share"] = f"{empty / count * 100:.0f}%" if empty else ""
                 row["command"] = command(
-                    "--instructions", "--stacks", stack, "--configs", f"{era}:1", "--tools", tool, "--calls", str(calls)
-                )
+                    "--instructions", "--stacks", stack, "--configs", f"{era}:1", "--tools", tool,
+                    "--calls", str(calls), "--protocol", options.protocol,
+                )  # fmt: skip
                 rows.append(row)
     print(f"instructions per call: {counts}", flush=True)
     return {
-        "title": "Streamable HTTP server: CPU instructions per call (callgrind, uvicorn's protocol in process)",
+        "title": "Streamable HTTP server: CPU instructions per call (callgrind, uvicorn's protocol in process)"
+        + (", mcpgen serve's protocol classes" if options.protocol == "mcpgen" else ""),
         "keys": ["stack", "era", "tool"],
         "columns": [c for c in rows[0] if c != "command"],
         "rows": rows,
@@ -559,9 +589,148 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
         "notes": [
             "python bench/servers/drive_asgi.py STACK APP ERA TOOL N under valgrind --tool=callgrind,"
             f" N = {calls} and 0 (after the same 50-call warm-up); the difference / N; PYTHONHASHSEED=0",
-            "one connection, each request after the previous response; uvicorn's own protocol class"
-            " (mcpgen serve runs it with a head deadline: one loop timer per request more)",
+            "one connection, each request after the previous response; uvicorn's own protocol class, or with"
+            " --protocol mcpgen the one mcpgen serve runs (with the head deadline, writing a head with its body)",
             "empty's share: the empty app's instructions / the app's (the rate share when server CPU is the limit)",
+        ],
+    }
+
+
+# -- what a call costs the system (--syscalls) ----------------------------------------------------
+
+LOOP_COUNTS = ("loop turns", "waits, blocking", "call_soon", "timers", "timers cancelled", "tasks", "transport writes")
+ASYNCIO_ONLY = {"loop turns", "waits, blocking", "timers cancelled", "transport writes"}
+
+
+def switches(pid: int) -> tuple[int, int]:
+    """Voluntary and involuntary context switches of a process's threads, from /proc."""
+    voluntary = involuntary = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    voluntary += int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    involuntary += int(line.split()[1])
+    return voluntary, involuntary
+
+
+def loop_counts(pid: int, path: Path) -> dict[str, int]:
+    """What the server's counting loop has counted so far (`servers/counted.py`, on SIGUSR1)."""
+    path.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the server wrote no counts")
+        time.sleep(0.02)
+    counts: dict[str, int] = json.loads(path.read_text())
+    return counts
+
+
+def syscall_tracer() -> list[str] | None:
+    """The command that counts a process's system calls by kind, to which its pid is added:
+    `perf trace -s` (kernel tracepoints: light), else `strace -c -f` (ptrace: slow), else none."""
+    if (
+        shutil.which("perf")
+        and subprocess.run(["perf", "trace", "-s", "--", "true"], capture_output=True, check=False).returncode == 0
+    ):
+        return ["perf", "trace", "-s", "-p"]
+    if shutil.which("strace"):
+        return ["strace", "-c", "-f", "-p"]
+    return None
+
+
+@contextmanager
+def tracing_syscalls(pid: int, tracer: list[str] | None) -> Iterator[dict[str, int]]:
+    """System calls of `pid` by kind while the body runs (filled in when it ends)."""
+    found: dict[str, int] = {}
+    if tracer is None:
+        yield found
+        return
+    LOGS.mkdir(parents=True, exist_ok=True)
+    out = LOGS / "syscalls.txt"
+    proc = subprocess.Popen([*tracer, str(pid), "-o", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # (attaching takes a moment)
+    try:
+        yield found
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    for line in out.read_text().splitlines():
+        words = line.split()
+        if tracer[0] == "perf" and len(words) >= 4 and words[1].isdigit() and words[0].isidentifier():
+            found[words[0]] = found.get(words[0], 0) + int(words[1])  # syscall calls errors total ...
+        elif tracer[0] == "strace" and len(words) >= 5 and words[-1].isidentifier() and words[3].isdigit():
+            found[words[-1]] = found.get(words[-1], 0) + int(words[3])  # % seconds usecs/call calls [errors] syscall
+
+
+def count_case(stack: str, app: str, case: Case, options: Options, tracer: list[str] | None) -> dict[str, str]:
+    """One case's counts per call: the server's system calls, context switches, loop activity."""
+    counts_file = LOGS / "loop-counts.json"
+    with serving(stack, app, protocol=options.protocol, counts=counts_file) as served:
+        sessions = open_sessions(served.url, case.connections) if case.era == "handshake" else []
+        wrk(served, case, sessions, options.warm_up)
+        loop_before, switched_before = loop_counts(served.pid, counts_file), switches(served.pid)
+        with tracing_syscalls(served.pid, tracer) as calls:
+            load = wrk(served, case, sessions, options.seconds)
+        loop_after, switched_after = loop_counts(served.pid, counts_file), switches(served.pid)
+    n = max(load.requests, 1)
+
+    def each(count: float) -> str:
+        return f"{count / n:.2f}"
+
+    row = {
+        "stack": STACK_LABEL[stack],
+        "protocol": options.protocol,
+        "app": APP_LABEL[app],
+        "era": case.era,
+        "connections": str(case.connections),
+        "calls": f"{load.requests:,}",
+        "CPU/call (traced)": f"{load.cpu_us:,.0f} us",
+        "switches vol/invol": f"{each(switched_after[0] - switched_before[0])}"
+        f" / {each(switched_after[1] - switched_before[1])}",
+    }
+    for name in LOOP_COUNTS:
+        counted = stack == "h11" or name not in ASYNCIO_ONLY
+        row[name] = each(loop_after.get(name, 0) - loop_before.get(name, 0)) if counted else "-"
+    row["system calls"] = each(sum(calls.values())) if calls else "-"
+    row["by kind"] = ", ".join(
+        f"{name} {each(count)}" for name, count in sorted(calls.items(), key=lambda x: -x[1]) if count / n >= 0.01
+    )
+    print(f"  {app} {case.era}:{case.connections}: {row}", flush=True)
+    return row
+
+
+def syscalls(options: Options) -> dict[str, Any]:
+    tracer = syscall_tracer()
+    rows = []
+    for stack in options.stacks:
+        for era, connections in options.configs:
+            for app in options.apps:
+                case = Case(era, connections, options.tools[0] if app != "empty" else "sync")
+                row = count_case(stack, app, case, options, tracer)
+                row["command"] = command(
+                    "--syscalls", "--stacks", stack, "--apps", app, "--configs", f"{era}:{connections}",
+                    "--tools", case.tool, "--protocol", options.protocol, "--seconds", str(options.seconds),
+                )  # fmt: skip
+                rows.append(row)
+    return {
+        "title": "Streamable HTTP server: what each call costs the system (counts per call)",
+        "keys": ["stack", "protocol", "app", "era", "connections"],
+        "columns": [c for c in rows[0] if c != "command"],
+        "rows": rows,
+        "command": command(),
+        "notes": [
+            f"each case: a {options.warm_up} s wrk run, then the counts over a {options.seconds} s wrk run divided by"
+            f" its calls; tool: {options.tools[0]}; protocol: uvicorn's own HTTP protocol class, or mcpgen serve's"
+            " (uvicorn's with the head deadline)",
+            "switches: the server's voluntary / involuntary context switches (/proc/PID/task/*/status)",
+            "loop (servers/counted.py): loop turns and the waits among them that may block (asyncio only; on uvloop"
+            " the turns are its epoll_pwait calls), callbacks scheduled (call_soon), timers armed (call_later,"
+            " call_at) and cancelled (asyncio only), tasks created, transport writes (asyncio only)",
+            "system calls: "
+            + (f"{' '.join(tracer[:-1])} -p PID over the run (CPU/call includes its cost)" if tracer else "no tracer"),
         ],
     }
 
@@ -585,6 +754,17 @@ def parse(argv: list[str] | None = None) -> Options:
     parser.add_argument("--instructions", action="store_true", help="count instructions per call instead (callgrind)")
     parser.add_argument("--calls", type=int, default=200, help="calls per counted run (--instructions)")
     parser.add_argument("--jobs", type=int, default=1, help="counted runs at once (--instructions)")
+    parser.add_argument(
+        "--syscalls",
+        action="store_true",
+        help="count per call instead: system calls by kind, context switches, loop turns, timers, tasks, writes",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=("uvicorn", "mcpgen"),
+        default="uvicorn",
+        help="uvicorn's own HTTP protocol class, or mcpgen serve's (with the head deadline), for every app",
+    )
     args = parser.parse_args(argv)
     stacks = [s for s in args.stacks.split(",") if s]
     for stack in list(stacks):
@@ -606,6 +786,8 @@ def parse(argv: list[str] | None = None) -> Options:
         instructions=args.instructions,
         calls=args.calls,
         jobs=args.jobs,
+        syscalls=args.syscalls,
+        protocol=args.protocol,
     )
 
 
@@ -615,6 +797,9 @@ def main() -> None:
         save_tables("http_instructions", [instructions(options, options.calls, options.jobs)])
         return
     ensure_wrk()
+    if options.syscalls:
+        save_tables("http_syscalls", [syscalls(options)])
+        return
     tables = []
     if options.configs:
         tables.append(single_worker(options))

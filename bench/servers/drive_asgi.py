@@ -4,8 +4,10 @@ one connection, each request after the previous response is complete. Everything
 does for a request (parsing, the ASGI app, writing the response) runs; the kernel and the client
 do not. `bench_http.py --instructions` runs it under callgrind with 0 and with N calls.
 
-    python bench/servers/drive_asgi.py STACK APP ERA TOOL CALLS
+    python bench/servers/drive_asgi.py STACK APP ERA TOOL CALLS [PROTOCOL]
         STACK: h11 | httptools; APP: empty | mcpgen | official_json; ERA: modern | handshake
+        PROTOCOL: uvicorn (its own protocol class, the default) | mcpgen (mcpgen serve's: uvicorn's
+        with the head deadline, writing a response's head with its body)
 """
 
 from __future__ import annotations
@@ -79,13 +81,17 @@ def call(era: str, tool: str, n: int, session: str | None) -> bytes:
     return post({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}, headers)
 
 
-async def main(stack: str, app_name: str, era: str, tool: str, calls: int) -> None:
+async def main(stack: str, app_name: str, era: str, tool: str, calls: int, protocol: str = "uvicorn") -> None:  # noqa: PLR0913
     from uvicorn.config import Config
     from uvicorn.lifespan.on import LifespanOn
     from uvicorn.server import ServerState
 
-    if stack == "httptools":
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    if protocol == "mcpgen" and stack == "httptools":
+        from mcpgen.runtime.server.http.protocols import TimedHttpToolsProtocol as Base
+    elif protocol == "mcpgen":
+        from mcpgen.runtime.server.http.protocols import TimedH11Protocol as Base  # type: ignore[assignment]
+    elif stack == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base  # type: ignore[assignment]
     else:
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
 
@@ -140,8 +146,9 @@ async def main(stack: str, app_name: str, era: str, tool: str, calls: int) -> No
 
 if __name__ == "__main__":
     stack, app_name, era, tool, calls = sys.argv[1:6]
+    protocol = sys.argv[6] if len(sys.argv) > 6 else "uvicorn"
     if stack == "httptools":
         import uvloop
 
         uvloop.install()
-    asyncio.run(main(stack, app_name, era, tool, int(calls)))
+    asyncio.run(main(stack, app_name, era, tool, int(calls), protocol))

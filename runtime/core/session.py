@@ -147,16 +147,19 @@ class TaskScope:
     cancels that task while it is inside the scope, and the scope catches that cancellation; the
     part of anyio's `CancelScope` that `Session.serve` uses, without its bookkeeping per request."""
 
-    __slots__ = ("_inside", "_task", "cancel_called", "cancelled_caught")
+    __slots__ = ("_inside", "_loop", "_task", "cancel_called", "cancelled_caught")
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._loop = loop  # the loop it runs on, when known (else the running one is looked up)
         self._task: asyncio.Task[Any] | None = None
         self._inside = False
         self.cancel_called = False
         self.cancelled_caught = False
 
     def __enter__(self) -> TaskScope:
-        self._task = asyncio.current_task()
+        # (given the loop, the task is found without looking the running loop up, which on
+        # Python 3.11 makes a getpid system call)
+        self._task = asyncio.current_task(self._loop)
         self._inside = True
         if self.cancel_called and self._task is not None:  # cancelled before it started
             self._task.cancel()
@@ -237,6 +240,7 @@ class Session:
         self._in_flight: dict[RequestId, IncomingRequest] = {}
         self._task_group: TaskGroup | None = None
         self._on_asyncio = False  # (set as `run` starts)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the asyncio loop it runs on (set as `run` starts)
         # On asyncio, requests from the peer run on plain loop tasks (cheaper than the task group's,
         # which wraps each in a cancel scope and an event); the session waits for them as the group would.
         self._tasks: set[asyncio.Task[None]] = set()
@@ -295,7 +299,8 @@ class Session:
             raise RuntimeError("this session has no transport to read; feed it with serve_inline()")
         async with anyio.create_task_group() as tg:
             self._task_group = tg
-            self._on_asyncio = running_loop() is not None
+            self._loop = running_loop()
+            self._on_asyncio = self._loop is not None
             self.callbacks.attach(tg)
             self.attach(tg)
             task_status.started()
@@ -776,7 +781,7 @@ class Session:
         if request.id in self._in_flight:  # (checked after the wait: a request waiting with it may have it now)
             await self._refuse_reused_id(request, context)
             return True
-        scope = TaskScope() if self._on_asyncio else anyio.CancelScope()  # (any backend)
+        scope = TaskScope(self._loop) if self._on_asyncio else anyio.CancelScope()  # (any backend)
         incoming = IncomingRequest(request.id, request.method, request.params, context, scope)
         self._in_flight[request.id] = incoming
         await self._serve_registered(incoming)

@@ -145,6 +145,12 @@ class HttpApp:
     def running(self) -> bool:
         return self._task_group is not None
 
+    @property
+    def timers(self) -> Timers | None:
+        """The request deadlines of the asyncio loop it runs on (one loop timer for all; None when
+        not running, or on trio): the servers mcpgen runs keep each connection's head deadline there."""
+        return self._timers
+
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """Run the endpoint's background work (sessions, reaping, the change bus, tasks and the task

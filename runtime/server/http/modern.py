@@ -63,6 +63,7 @@ class ModernRoute(ReplyRoute, TaskScope):
     finished = False  # the request was served (what a watcher of its response asks)
     _locked: anyio.Lock | None = None  # made when first needed: most answers never need it
     _task: asyncio.Task[Any] | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
     _inside = False
     cancel_called = False
     cancelled_caught = False
@@ -81,7 +82,7 @@ class ModernRoute(ReplyRoute, TaskScope):
     ) -> None:
         self.exchange = exchange
         if timers is not None:  # the watcher starts once the handler has run this long
-            self._receive, self._keepalive, self._timers = receive, keepalive, timers
+            self._receive, self._keepalive, self._timers, self._loop = receive, keepalive, timers, timers.loop
             after = asgi.WATCH_AFTER
             delay = after if keepalive is None or keepalive > after else keepalive
             timers.add(self, timers.loop.time() + delay)

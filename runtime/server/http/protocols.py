@@ -12,6 +12,9 @@ that uvicorn's worker processes import by name (`http="module:Class"`). When the
 (`HttpApp.close_streams`), so the wait for open responses does not last the whole graceful
 timeout, in worker processes too.
 
+Both also write a response's head with its body (`OneWriteHead`): uvicorn writes them one after
+the other, two system calls and two TCP segments for a JSON answer; here one.
+
 `http_protocol()` names the fastest one installed, as uvicorn's own "auto" would pick.
 """
 
@@ -27,6 +30,7 @@ from .security import DEFAULT_HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     from .app import HttpApp
+    from .asgi import Timers
 
 H11 = f"{__name__}:TimedH11Protocol"
 HTTPTOOLS = f"{__name__}:TimedHttpToolsProtocol"
@@ -50,40 +54,142 @@ def served_app(app: Any) -> HttpApp | None:
     return None
 
 
+def timers_of(app: Any, loop: asyncio.AbstractEventLoop) -> Timers | None:
+    """The shared request deadlines of the served app, when it runs them on `loop`."""
+    found = served_app(app)
+    timers: Timers | None = getattr(found, "timers", None)
+    return timers if timers is not None and timers.loop is loop else None
+
+
 def header_timeout_of(app: Any) -> float:
     """The head deadline of the served app (the default one for another app)."""
     found = served_app(app)
     return found.security.header_timeout if found is not None else DEFAULT_HEADER_TIMEOUT
 
 
+class OneWriteHead:
+    """A connection's transport that writes a response's head with its body, in one system call
+    (and one TCP segment) where uvicorn writes them one after the other: told (`hold`) that a new
+    request came, it holds the next write (the head) until the one after it. A head without a
+    `Content-Length` (an SSE stream's, a `100 Continue`) goes out on the loop's next turn when
+    nothing follows at once; one with a length waits for its body, or for the response to be
+    complete or the connection to close (`flush`, which the protocol calls then). Everything else
+    passes through to the transport."""
+
+    __slots__ = ("_flush", "_held", "_loop", "_transport", "hold")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+        self._flush: asyncio.Handle | None = None
+        self.hold = False  # the next write is a response's head: hold it
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        held = self._held
+        if held is not None:  # the body after the head (most responses: both in one step of the app)
+            self._held = None
+            if self._flush is not None:
+                self._flush.cancel()
+                self._flush = None
+            self._transport.write(held + data)
+        elif self.hold and data:
+            self.hold = False
+            self._held = held = bytes(data)
+            if b"content-length:" not in held.lower():  # (with a length, its body follows: see `flush`)
+                self._flush = self._loop.call_soon(self.flush)
+        else:
+            self._transport.write(data)
+
+    def flush(self) -> None:
+        """Write a held head now."""
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def writelines(self, data: Any) -> None:
+        self.flush()
+        self._transport.writelines(data)
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = None
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def __getattr__(self, name: str) -> Any:  # the transport's other methods (set_protocol, ...)
+        return getattr(self._transport, name)
+
+
 class HeadDeadline:
     """The deadline itself, mixed into a uvicorn protocol (which gives `loop`, `transport`, `cycle`
     and `app`): armed when the connection opens and when a response completes, disarmed when
-    the next request's head has come (a new request cycle)."""
+    the next request's head has come (a new request cycle). It is an entry of the served app's
+    shared `Timers` (adding and dropping one is a dict entry, no loop timer per request), or a
+    loop timer of its own when the app has none on this loop (another app, not running)."""
 
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     cycle: Any
     app: Any
     _head_timer: asyncio.TimerHandle | None = None
+    _head_due: Timers | None = None  # the shared timers holding the deadline (armed there)
     _waiting_after: object = None  # the request cycle before the head being waited for
     _header_timeout: float | None = None
+    _timers: Timers | None = None  # the served app's shared timers on this loop (once looked up)
+    _writes: OneWriteHead
+    _written_for: object = None  # the request cycle whose response head was last held
 
     def _arm_head_timer(self) -> None:
         self._disarm_head_timer()
-        if self._header_timeout is None:
+        if self._header_timeout is None:  # (the connection's first deadline: what it uses, looked up)
             self._header_timeout = header_timeout_of(self.app)
+            self._timers = timers_of(self.app, self.loop)
+        timers = self._timers
         self._waiting_after = self.cycle
-        self._head_timer = self.loop.call_later(self._header_timeout, self._head_too_slow)
+        if timers is not None:
+            self._head_due = timers
+            timers.add(self, self.loop.time() + self._header_timeout)
+        else:
+            self._head_timer = self.loop.call_later(self._header_timeout, self._head_too_slow)
 
     def _disarm_head_timer(self) -> None:
+        if self._head_due is not None:
+            self._head_due.discard(self)
+            self._head_due = None
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
 
     def _head_came(self) -> None:
-        if self._head_timer is not None and self.cycle is not self._waiting_after:
+        if (self._head_due is not None or self._head_timer is not None) and self.cycle is not self._waiting_after:
             self._disarm_head_timer()  # the head came: the app bounds the body
+
+    def due(self) -> None:
+        """The shared timers' call: the deadline has passed."""
+        self._head_due = None
+        self._head_too_slow()
 
     def _head_too_slow(self) -> None:
         self._head_timer = None
@@ -100,14 +206,20 @@ class HeadDeadline:
     # `super()` is the uvicorn protocol's.
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[misc]
+        self._writes = writes = OneWriteHead(transport, self.loop)  # type: ignore[arg-type]
+        super().connection_made(writes)  # type: ignore[misc]
         self._arm_head_timer()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)  # type: ignore[misc]
+        cycle = self.cycle
+        if cycle is not self._written_for:  # a new request: its response's head waits for its body
+            self._written_for = cycle
+            self._writes.hold = True
         self._head_came()
 
     def on_response_complete(self) -> None:
+        self._writes.flush()  # (a head held for a body that never came: a HEAD request's)
         super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing():
             self._arm_head_timer()
@@ -122,11 +234,11 @@ class HeadDeadline:
 
 
 class TimedH11Protocol(HeadDeadline, H11Protocol):
-    """uvicorn's h11 protocol with the head deadline."""
+    """uvicorn's h11 protocol with the head deadline, writing a head with its body."""
 
 
 if importlib.util.find_spec("httptools") is not None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class TimedHttpToolsProtocol(HeadDeadline, HttpToolsProtocol):
-        """uvicorn's httptools protocol with the head deadline."""
+        """uvicorn's httptools protocol with the head deadline, writing a head with its body."""

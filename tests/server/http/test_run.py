@@ -226,6 +226,8 @@ async def test_a_client_that_sends_a_byte_at_a_time_loses_its_connection(
             tg.cancel_scope.cancel()
         if slow == "body":
             assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+        else:  # cut off before its head was complete: no request, so no answer (not a 408 for the body)
+            assert answer == b"", answer[:100]
 
 
 def test_a_trio_being_imported_by_another_thread_is_not_running(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -237,3 +239,82 @@ def test_a_trio_being_imported_by_another_thread_is_not_running(monkeypatch: pyt
 
     monkeypatch.setitem(sys.modules, "trio", types.ModuleType("trio"))  # as while its import runs
     assert running_on_trio() is False
+
+
+class Recording:
+    """A transport that keeps what is written to it."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if data:  # (asyncio's transports write nothing for nothing)
+            self.writes.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_response_head_is_written_with_its_body_or_on_the_next_turn(anyio_backend: str) -> None:
+    """uvicorn writes a response's head and its body one after the other: two system calls, two
+    TCP segments. mcpgen serve's protocols write a new request's response head with the write that
+    follows it at once, or on the loop's next turn when none does (an SSE head, `100 Continue`),
+    and before the connection closes."""
+    import asyncio
+
+    from mcpgen.runtime.server.http.protocols import OneWriteHead
+
+    transport = Recording()
+    writes = OneWriteHead(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
+    writes.hold = True
+    writes.write(b"HEAD ")
+    assert transport.writes == []
+    writes.write(b"BODY")
+    writes.write(b"")
+    assert transport.writes == [b"HEAD BODY"]
+    writes.write(b"MORE")  # the rest of the response passes through
+    assert transport.writes[-1] == b"MORE"
+    await asyncio.sleep(0)
+    assert transport.writes == [b"HEAD BODY", b"MORE"]  # (nothing held: nothing more written)
+
+    writes.hold = True
+    writes.write(b"SSE HEAD")
+    await asyncio.sleep(0)  # the loop's next turn: a head that nothing followed goes out alone
+    assert transport.writes[-1] == b"SSE HEAD"
+    writes.write(b"EVENT")
+    assert transport.writes[-2:] == [b"SSE HEAD", b"EVENT"]
+
+    writes.hold = True  # a head with a length waits for its body (no turn of the loop spent on it)...
+    writes.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+    await asyncio.sleep(0)
+    assert transport.writes[-1] == b"EVENT"
+    writes.flush()  # ...or for the response to be complete (the protocol flushes then)
+    assert transport.writes[-1] == b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+
+    writes.hold = True
+    writes.write(b"LAST HEAD")
+    writes.close()
+    assert transport.writes[-1] == b"LAST HEAD" and transport.closed
+
+
+async def test_a_stream_without_a_first_event_gets_its_head() -> None:
+    """A standalone GET stream with no priming event (no event store, no retry) and no keep-alive
+    sends its head and then nothing until an event: the client sees the stream open (the held head
+    is written on the loop's next turn, not kept for a body that does not come)."""
+    async with (
+        live(make_server(), event_store=None, retry_ms=None, keepalive=None) as (url, _),
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        init = {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        opened = await http.post(url, json=request(0, "initialize", init), headers=HEADERS)
+        session = {**HEADERS, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": V25}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        with anyio.fail_after(10):  # a hang guard: the head comes at once
+            async with http.stream("GET", url, headers={**session, "accept": "text/event-stream"}) as stream:
+                assert stream.status_code == 200
+                assert stream.headers["content-type"] == "text/event-stream"
