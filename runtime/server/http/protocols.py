@@ -73,8 +73,9 @@ class OneWriteHead:
     request came, it holds the next write (the head) until the one after it. A head without a
     `Content-Length` (an SSE stream's, a `100 Continue`) goes out on the loop's next turn when
     nothing follows at once; one with a length waits for its body, or for the response to be
-    complete or the connection to close (`flush`, which the protocol calls then). Everything else
-    passes through to the transport."""
+    complete (`flush`, which the protocol calls then) or the transport to close (`close` flushes;
+    a connection already lost drops it). A write that is not a head (`HTTP/...`) is never held.
+    Everything else passes through to the transport."""
 
     __slots__ = ("_flush", "_held", "_loop", "_transport", "hold")
 
@@ -93,10 +94,12 @@ class OneWriteHead:
                 self._flush.cancel()
                 self._flush = None
             self._transport.write(held + data)
-        elif self.hold and data:
+        elif self.hold and bytes(data[:5]) == b"HTTP/":
+            # (only a head: a request pipelined while an earlier response streams makes `hold` true
+            # before that response's next body chunk, which must pass through at once)
             self.hold = False
             self._held = held = bytes(data)
-            if b"content-length:" not in held.lower():  # (with a length, its body follows: see `flush`)
+            if b"\r\ncontent-length:" not in held.lower():  # (with a length, its body follows: see `flush`)
                 self._flush = self._loop.call_soon(self.flush)
         else:
             self._transport.write(data)
@@ -221,7 +224,8 @@ class HeadDeadline:
     def on_response_complete(self) -> None:
         self._writes.flush()  # (a head held for a body that never came: a HEAD request's)
         super().on_response_complete()  # type: ignore[misc]
-        if not self.transport.is_closing():
+        cycle = self.cycle  # (a request pipelined behind this one is being served already: no head is awaited)
+        if not self.transport.is_closing() and (cycle is None or cycle.response_complete):
             self._arm_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -230,6 +230,55 @@ async def test_a_client_that_sends_a_byte_at_a_time_loses_its_connection(
             assert answer == b"", answer[:100]
 
 
+@pytest.mark.parametrize("protocol", ["h11", "httptools"])
+async def test_a_pipelined_request_slower_than_the_head_deadline_is_answered(
+    protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect: when a response completed with a request pipelined behind it already being served,
+    the head deadline was armed again as if the connection were idle, and closed it (that request
+    unanswered) when its handler took longer than the deadline."""
+    from mcpgen.runtime.server.http import protocols
+    from mcpgen.runtime.server.http.security import HttpSecurity
+
+    if protocol == "httptools":
+        pytest.importorskip("httptools")
+    monkeypatch.setattr(protocols, "http_protocol", lambda: protocols.H11 if protocol == "h11" else protocols.HTTPTOOLS)
+    server = Server("live-test")
+
+    @server.tool()
+    async def slow() -> str:
+        await anyio.sleep(1.5)  # three head deadlines: the time must pass, whatever the load
+        return "done"
+
+    async with live(server, security=HttpSecurity(header_timeout=0.5)) as (url, _):
+        port = int(url.split(":")[2].split("/")[0])
+
+        def post(message: dict[str, Any], method: str, name: str | None = None) -> bytes:
+            body = json.dumps(message).encode()
+            named = f"Mcp-Name: {name}\r\n" if name else ""
+            return (
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                f"Mcp-Method: {method}\r\n{named}Content-Length: {len(body)}\r\n\r\n"
+            ).encode() + body
+
+        first = post(request(1, "tools/list", {"_meta": meta()}), "tools/list")
+        second = post(
+            request(2, "tools/call", {"name": "slow", "arguments": {}, "_meta": meta()}), "tools/call", "slow"
+        )
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(first + second)  # both at once: the second is pipelined
+            received = b""
+            with anyio.fail_after(30):  # a hang guard
+                while received.count(b"HTTP/1.1 200") < 2 or b'"done"' not in received:
+                    try:
+                        received += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                        break
+        assert received.count(b"HTTP/1.1 200") == 2 and b"done" in received, received[-300:]
+
+
 def test_a_trio_being_imported_by_another_thread_is_not_running(monkeypatch: pytest.MonkeyPatch) -> None:
     """Defect: a server started in a thread while another thread imported trio (httpcore does, on
     `import httpx`) found the half-made module in sys.modules and failed with AttributeError."""
@@ -269,37 +318,48 @@ async def test_a_response_head_is_written_with_its_body_or_on_the_next_turn(anyi
 
     from mcpgen.runtime.server.http.protocols import OneWriteHead
 
+    head, sse_head = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n", b"HTTP/1.1 200 OK\r\n\r\n"
     transport = Recording()
     writes = OneWriteHead(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
     writes.hold = True
-    writes.write(b"HEAD ")
+    writes.write(head)
     assert transport.writes == []
     writes.write(b"BODY")
     writes.write(b"")
-    assert transport.writes == [b"HEAD BODY"]
+    assert transport.writes == [head + b"BODY"]
     writes.write(b"MORE")  # the rest of the response passes through
     assert transport.writes[-1] == b"MORE"
     await asyncio.sleep(0)
-    assert transport.writes == [b"HEAD BODY", b"MORE"]  # (nothing held: nothing more written)
+    assert transport.writes == [head + b"BODY", b"MORE"]  # (nothing held: nothing more written)
 
     writes.hold = True
-    writes.write(b"SSE HEAD")
+    writes.write(sse_head)
     await asyncio.sleep(0)  # the loop's next turn: a head that nothing followed goes out alone
-    assert transport.writes[-1] == b"SSE HEAD"
+    assert transport.writes[-1] == sse_head
     writes.write(b"EVENT")
-    assert transport.writes[-2:] == [b"SSE HEAD", b"EVENT"]
+    assert transport.writes[-2:] == [sse_head, b"EVENT"]
+
+    # A request pipelined while a stream is open: the stream's next chunk is no head (even one
+    # that reads like a header) and goes out at once; the next head is the one held.
+    writes.hold = True
+    writes.write(b"data: Content-Length: 5\n\n")
+    assert transport.writes[-1] == b"data: Content-Length: 5\n\n"
+    writes.write(head)
+    assert transport.writes[-1] == b"data: Content-Length: 5\n\n"
+    writes.write(b"BODY")
+    assert transport.writes[-1] == head + b"BODY"
 
     writes.hold = True  # a head with a length waits for its body (no turn of the loop spent on it)...
     writes.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
     await asyncio.sleep(0)
-    assert transport.writes[-1] == b"EVENT"
+    assert transport.writes[-1] == head + b"BODY"
     writes.flush()  # ...or for the response to be complete (the protocol flushes then)
     assert transport.writes[-1] == b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
 
     writes.hold = True
-    writes.write(b"LAST HEAD")
+    writes.write(sse_head)
     writes.close()
-    assert transport.writes[-1] == b"LAST HEAD" and transport.closed
+    assert transport.writes[-1] == sse_head and transport.closed
 
 
 async def test_a_stream_without_a_first_event_gets_its_head() -> None:
