@@ -25,7 +25,8 @@ is a model elsewhere (a `_meta` object carrying an `Implementation`) gets that d
 with the same keys, types, constraints and description, used inside the map and inside other
 twins only; the def itself stays the model it is everywhere else. A def can have a twin when it
 is an object without a cross-field check or a union of its own (`anyOf`, `oneOf`, `allOf`); a map
-that reaches any other model (through a union, say) stays a model.
+that reaches a model any other way (through a union or an alias of models, or through another map
+or option set that holds one) stays a model.
 """
 
 from __future__ import annotations

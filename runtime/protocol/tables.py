@@ -9,6 +9,7 @@ content kinds, which result fields a version stamps) are read from the tables he
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable, Mapping
 from functools import cache, cached_property, lru_cache
 from types import ModuleType
@@ -19,6 +20,8 @@ from typing_extensions import NotRequired, Required, is_typeddict
 
 if TYPE_CHECKING:
     from mcpgen.generated._spec import ExtensionSpec, MethodSpec
+
+log = logging.getLogger(__name__)
 
 
 def _load_default_tree() -> ModuleType:
@@ -215,18 +218,26 @@ class VersionRegistry:
 
 def build_row_validators(spec: MethodSpec) -> None:
     """Build what `spec.parse_params` and `spec.parse_result` build on first use (the same
-    objects: a model's own validator, or the row's adapter for a union or a TypedDict)."""
+    objects: a model's own validator, or the row's adapter for a union or a TypedDict). One that
+    cannot be built fails where it is used, as it would without this: not here."""
     if spec.params is not None:
         if _is_model_class(spec.params):
             _build_model(spec.params)
         else:
-            spec.params_adapter  # noqa: B018  (a cached property: reading it builds it)
+            _read_adapter(spec, "params_adapter")
     if not spec.result:
         return
     if len(spec.result) == 1 and _is_model_class(spec.result[0]):
         _build_model(spec.result[0])
     else:
-        spec.result_adapter  # noqa: B018  (a cached property: reading it builds it)
+        _read_adapter(spec, "result_adapter")
+
+
+def _read_adapter(spec: MethodSpec, name: str) -> None:
+    try:
+        getattr(spec, name)  # a cached property: reading it builds it
+    except Exception:  # (the row's method fails when used, with this same error)
+        log.debug("%s: its %s could not be built ahead of use", spec.method, name, exc_info=True)
 
 
 def _is_model_class(annotation: Any) -> bool:
