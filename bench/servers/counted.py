@@ -42,25 +42,22 @@ class _Counting:
 
     _arming = False  # (asyncio's call_later calls call_at, uvloop's call_at calls call_later: counted once)
 
-    def call_later(self, delay: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._arming:
-            return super().call_later(delay, callback, *args, **kwargs)  # type: ignore[misc]
-        self._arming = True
-        try:
+    def _timer(self, arm: Any, at: float, callback: Any, args: Any, kwargs: Any) -> Any:
+        """`arm` (the loop's own call_later or call_at) counted as one timer, however the loop
+        implements one through the other."""
+        if not self._arming:
             COUNTS["timers"] += 1
-            return super().call_later(delay, callback, *args, **kwargs)  # type: ignore[misc]
+        arming, self._arming = self._arming, True
+        try:
+            return arm(at, callback, *args, **kwargs)
         finally:
-            self._arming = False
+            self._arming = arming
+
+    def call_later(self, delay: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._timer(super().call_later, delay, callback, args, kwargs)  # type: ignore[misc]
 
     def call_at(self, when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
-        if self._arming:
-            return super().call_at(when, callback, *args, **kwargs)  # type: ignore[misc]
-        self._arming = True
-        try:
-            COUNTS["timers"] += 1
-            return super().call_at(when, callback, *args, **kwargs)  # type: ignore[misc]
-        finally:
-            self._arming = False
+        return self._timer(super().call_at, when, callback, args, kwargs)  # type: ignore[misc]
 
     def create_task(self, coro: Any, **kwargs: Any) -> Any:
         COUNTS["tasks"] += 1
