@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, TypeAlias, TypeGuard
 
 import pydantic_core
@@ -23,14 +24,44 @@ RequestId: TypeAlias = "str | int"
 JSONObject: TypeAlias = "dict[str, Any]"
 
 
+def _fast_json() -> ModuleType | None:
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson
+
+
+_orjson = _fast_json()
+# What orjson would write differently from pydantic-core goes to pydantic-core instead: subclasses
+# of str, int, dict and list (a `Built` result, an enum of str), dataclasses, dates and times.
+_ORJSON_OPTIONS = (
+    _orjson.OPT_PASSTHROUGH_SUBCLASS | _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME
+    if _orjson is not None
+    else 0
+)
+
+
 def dumps(message: object) -> bytes:
     """JSON for the wire; NaN and infinities, which JSON lacks, become null. (Models are turned into
-    wire objects with `to_wire` before they get here.)"""
+    wire objects with `to_wire` before they get here.)
+
+    With orjson installed (the `http` extra), plain JSON values (dicts, lists, strings, 64-bit
+    integers, floats, booleans, None) are written by it, in a third of pydantic-core's
+    instructions for a typical message; anything else (an integer beyond 64 bits, a key that is
+    not a string, a subclass, a model, bytes, a date) by pydantic-core, as without it."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(message, option=_ORJSON_OPTIONS)  # type: ignore[no-any-return]
+        except TypeError:  # (orjson's JSONEncodeError): a value it leaves to pydantic-core
+            pass
     return pydantic_core.to_json(message, inf_nan_mode="null", by_alias=True)
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON strictly (`NaN`, `Infinity` and other non-JSON tokens raise ValueError)."""
+    """Parse JSON strictly (`NaN`, `Infinity` and other non-JSON tokens raise ValueError). (By
+    pydantic-core even with orjson installed: orjson reads integers beyond 64 bits as floats, and
+    is not faster here.)"""
     return pydantic_core.from_json(data, cache_strings="keys", allow_inf_nan=False)
 
 
