@@ -315,7 +315,11 @@ class Client(TypedCalls):
 
     async def connect_session(self) -> None:
         """Negotiate a version on the connection (again, after the server ended a session)."""
+        started = anyio.current_time()
         adopted = await negotiate(self)
+        # A modern pin sent nothing, so nothing says the server is up yet: its first calls may wait
+        # out its start, within the start-up time (a slow start is not a slow answer).
+        self.requests.starting(None if adopted.answer is not None else started + self.timeouts.startup_or_default)
         session = self.session
         session.version = adopted.version
         session.era = self.speaking[self.registry.era(adopted.version)]

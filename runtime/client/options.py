@@ -41,7 +41,10 @@ class Timeouts:
       so the fallback handshake has time);
     - `startup`: seconds for connecting as a whole, the probe and the handshake together (default:
       `request`, or 60 s without one); a server that answers nothing at all by then is not
-      answering (`RequestTimeout`).
+      answering (`RequestTimeout`). A pinned modern version sends nothing to connect, so the
+      server's start falls on the first calls: until the server has answered anything, a call with
+      the default timeout may take until this deadline (counted from connecting) when it is later
+      than `request`.
     """
 
     request: float | None = 60.0

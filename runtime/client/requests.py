@@ -19,6 +19,7 @@ from ..protocol.errors import (
     CapabilityError,
     InputError,
     InvalidParams,
+    McpError,
     RemoteProtocolError,
     ResponseStreamLost,
     SessionExpired,
@@ -70,6 +71,19 @@ class RequestPipeline:
         # The rows found ours to send, by version, method and the extensions declared then (the
         # methods this client sends: a few).
         self._specs: dict[tuple[str, str, frozenset[str]], Any] = {}
+        self._start_deadline: float | None = None  # see `starting`
+
+    def starting(self, deadline: float | None) -> None:
+        """Connecting heard nothing from the server (a modern pin sends nothing): its start (a
+        spawned process's imports) may still be under way, and is not a slow answer. Until the
+        server answers anything, a call with the default timeout may take until `deadline` (the
+        start-up deadline) where that is later than the request timeout. None: it has answered."""
+        self._start_deadline = deadline
+
+    def _default_timeout(self, deadline: float) -> float | None:
+        """The default timeout of a call made before the server answered anything."""
+        limit = self.client.session.request_timeout
+        return None if limit is None else max(limit, deadline - anyio.current_time())
 
     def spec(self, method: str) -> Any:
         """The table row of `method` for the negotiated version (with the extensions this client
@@ -188,11 +202,19 @@ class RequestPipeline:
     async def _send(
         self, spec: Any, body: dict[str, Any] | None, timeout: Timeout, progress: ProgressCallback | None
     ) -> Any:
+        starting = self._start_deadline
+        if starting is not None and timeout is DEFAULT:
+            timeout = self._default_timeout(starting)
         try:
-            raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
-        except ResponseStreamLost as exc:  # the request is lost with its stream: issue it again, with a new id
-            log.info("%s; sending %s again", exc, spec.method)
-            raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+            try:
+                raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+            except ResponseStreamLost as exc:  # the request is lost with its stream: issue it again, with a new id
+                log.info("%s; sending %s again", exc, spec.method)
+                raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+        except (McpError, RemoteProtocolError):
+            self._start_deadline = None  # an error, even an unreadable answer, is an answer: the server is up
+            raise
+        self._start_deadline = None
         try:
             return spec.parse_result(raw)
         except (ValidationError, ValueError) as exc:

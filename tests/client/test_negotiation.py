@@ -227,6 +227,36 @@ async def test_pinned_modern_version_sends_nothing_before_the_first_call() -> No
     assert seen == []
 
 
+LISTED = {"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "private"}
+
+
+async def test_a_modern_pin_waits_out_the_servers_start_on_its_first_call() -> None:
+    """Defect: a modern pin sends nothing to connect, so its first call carried the server's whole
+    start (a spawned interpreter's imports: seconds on a loaded box) on the request timeout alone,
+    and a server that was merely slow to start failed with RequestTimeout. Until the server has
+    answered anything, a call may take until the start-up deadline (`Timeouts.startup` from
+    connecting); once it has, a call gets the request timeout again."""
+    request = 0.2
+    client_end, server_end = memory_pair()
+    peer = RawPeer(server_end)
+
+    async def starting_server() -> None:
+        first = await peer.receive(timeout=10)
+        await anyio.sleep(3 * request)  # the slow start: silent for longer than a request may take
+        await peer.send({"jsonrpc": "2.0", "id": first["id"], "result": LISTED})
+        await anyio.sleep_forever()  # up, and answering nothing more: the next call times out
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(starting_server)
+        async with Client(client_end, mode=V26, timeouts=Timeouts(request=request, startup=30)) as client:
+            assert (await client.list_tools()).tools == []
+            asked = anyio.current_time()
+            with pytest.raises(RequestTimeout):
+                await client.list_tools()
+            assert anyio.current_time() - asked < 10, "past the first answer the start-up deadline no longer applies"
+        tg.cancel_scope.cancel()
+
+
 async def test_modern_requests_carry_the_per_request_meta() -> None:
     captured: list[dict[str, Any]] = []
 

@@ -17,6 +17,13 @@ REPO = SUPPORT.parent.parent
 OFFICIAL_SERVER = SUPPORT / "official_server.py"
 OUR_SERVER = REPO / "examples" / "everything_server.py"
 EXPECTED = {"auto": "2026-07-28", "handshake": "2025-11-25", "2026-07-28": "2026-07-28"}
+# Our client's timeouts against a server in a child process. Its start is the box's time, not the
+# peer's: a fresh interpreter importing the official SDK takes about 1 s idle but 24-33 s at a load
+# of 25-33 on 2 cores, past a 30 s start-up deadline (the probe, `initialize`, or a modern pin's first
+# call timed out before the server had read a line). So the start has a bound of its own, wide enough
+# for a loaded box, that only a server that never starts reaches; once the server has answered, each
+# request keeps the 30 s that measures the peer (it answers in well under a second even then).
+TIMEOUTS = Timeouts(request=30, startup=240)
 
 
 def official_mode(mode: str) -> str:
@@ -31,7 +38,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.mark.parametrize("mode", list(EXPECTED))
 async def test_our_client_against_the_official_server(mode: str) -> None:
-    async with Client([sys.executable, str(OFFICIAL_SERVER)], mode=mode, timeouts=Timeouts(request=30)) as client:
+    async with Client([sys.executable, str(OFFICIAL_SERVER)], mode=mode, timeouts=TIMEOUTS) as client:
         assert client.protocol_version == EXPECTED[mode]
         if mode != "2026-07-28":
             assert client.server_info is not None and client.server_info["name"] == "official-peer"
@@ -128,7 +135,7 @@ async def test_our_client_answers_an_official_server_that_asks_for_input(mode: s
     async with Client(
         [sys.executable, str(OFFICIAL_MRTR_SERVER)],
         mode=mode,
-        timeouts=Timeouts(request=30),
+        timeouts=TIMEOUTS,
         inputs=InputHandlers(elicitation=_elicit, sampling=_sample, roots=[{"uri": "file:///work", "name": "work"}]),
     ) as client:
         assert client.protocol_version == EXPECTED[mode]

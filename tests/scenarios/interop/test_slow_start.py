@@ -1,5 +1,7 @@
-"""`mode="auto"` against servers that take seconds to start: start-up never counts against the
-probe, so a server that speaks the modern era is never downgraded or refused."""
+"""Clients against servers that take seconds to start: in `mode="auto"` start-up never counts
+against the probe, so a server that speaks the modern era is never downgraded or refused; with a
+modern version pinned (nothing is sent to connect) it never counts against the first call's
+request timeout."""
 
 from __future__ import annotations
 
@@ -42,3 +44,11 @@ async def test_auto_mode_adopts_the_modern_era_of_mcpgens_slow_starting_dual_era
 )  # the server runs in its own process: one client backend suffices
 async def test_auto_mode_adopts_the_modern_era_of_the_official_slow_starting_server(anyio_backend: str) -> None:
     await _adopts_modern(SUPPORT / "official_server.py")
+
+
+async def test_a_modern_pin_waits_for_a_slow_starting_server_on_its_first_call() -> None:
+    """The server starts after `DELAY` seconds, longer than a request may take: the first call still
+    gets its answer (it may take until `Timeouts.startup`, not just `Timeouts.request`)."""
+    server = delayed(EXAMPLES / "everything_server.py")
+    async with Client(server, mode="2026-07-28", timeouts=Timeouts(request=DELAY / 2, startup=60)) as client:
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
