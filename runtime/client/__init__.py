@@ -317,9 +317,11 @@ class Client(TypedCalls):
         """Negotiate a version on the connection (again, after the server ended a session)."""
         started = anyio.current_time()
         adopted = await negotiate(self)
-        # A modern pin sent nothing, so nothing says the server is up yet: its first calls may wait
-        # out its start, within the start-up time (a slow start is not a slow answer).
-        self.requests.starting(None if adopted.answer is not None else started + self.timeouts.startup_or_default)
+        # A modern pin sent nothing, so nothing says a server on a stream (a process it spawned) is
+        # up yet: its first calls may wait out its start, within the start-up time (a slow start is
+        # not a slow answer). Over HTTP a server that is not up refuses the connection at once.
+        waits = adopted.answer is None and not self.session.context.request_scoped
+        self.requests.starting(started + self.timeouts.startup_or_default if waits else None)
         session = self.session
         session.version = adopted.version
         session.era = self.speaking[self.registry.era(adopted.version)]

@@ -42,9 +42,10 @@ class Timeouts:
     - `startup`: seconds for connecting as a whole, the probe and the handshake together (default:
       `request`, or 60 s without one); a server that answers nothing at all by then is not
       answering (`RequestTimeout`). A pinned modern version sends nothing to connect, so the
-      server's start falls on the first calls: until the server has answered anything, a call with
-      the default timeout may take until this deadline (counted from connecting) when it is later
-      than `request`.
+      start of a server on a stream (a process the client spawned) falls on the first calls: until
+      the server has answered anything, a call with the default timeout may take until this
+      deadline (counted from connecting) when it is later than `request`. (Not over HTTP: a server
+      that is not up refuses the connection at once.)
     """
 
     request: float | None = 60.0

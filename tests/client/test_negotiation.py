@@ -7,7 +7,16 @@ from typing import Any
 
 import anyio
 import pytest
-from mcpgen.runtime import Client, ClientAdvertising, NegotiationError, RequestTimeout, Server, Timeouts, memory_pair
+from mcpgen.runtime import (
+    Client,
+    ClientAdvertising,
+    McpError,
+    NegotiationError,
+    RequestTimeout,
+    Server,
+    Timeouts,
+    memory_pair,
+)
 from support.leaks import no_unclosed_streams
 from support.peers import V25, V26, RawPeer, connected
 
@@ -254,6 +263,35 @@ async def test_a_modern_pin_waits_out_the_servers_start_on_its_first_call() -> N
             with pytest.raises(RequestTimeout):
                 await client.list_tools()
             assert anyio.current_time() - asked < 10, "past the first answer the start-up deadline no longer applies"
+        tg.cancel_scope.cancel()
+
+
+async def test_the_start_up_window_leaves_explicit_timeouts_alone_and_closes_on_an_error() -> None:
+    """A call's own timeout is not stretched while the server starts; an error answer says the
+    server is up as much as a result does (later calls get the request timeout)."""
+    request = 0.2
+    client_end, server_end = memory_pair()
+    peer = RawPeer(server_end)
+
+    async def server() -> None:
+        await peer.receive(timeout=10)  # the call with its own timeout: never answered
+        second = await peer.receive(timeout=10)
+        await peer.send({"jsonrpc": "2.0", "id": second["id"], "error": {"code": -32603, "message": "boom"}})
+        await anyio.sleep_forever()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server)
+        async with Client(client_end, mode=V26, timeouts=Timeouts(request=request, startup=30)) as client:
+            asked = anyio.current_time()
+            with pytest.raises(RequestTimeout):
+                await client.request("tools/list", timeout=request)
+            assert anyio.current_time() - asked < 10, "an explicit timeout is the call's own"
+            with pytest.raises(McpError):
+                await client.list_tools()
+            asked = anyio.current_time()
+            with pytest.raises(RequestTimeout):
+                await client.list_tools()
+            assert anyio.current_time() - asked < 10, "after an error answer the start-up deadline no longer applies"
         tg.cancel_scope.cancel()
 
 

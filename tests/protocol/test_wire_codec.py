@@ -51,8 +51,13 @@ json_values = st.recursive(
 )
 
 
-def test_the_fast_codec_is_in_use() -> None:
-    assert wire._orjson is not None
+def test_plain_messages_are_written_by_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError("a plain message went to pydantic-core")
+
+    monkeypatch.setattr(wire.pydantic_core, "to_json", refuse)
+    message = {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "é"}], "n": 1.5, "ok": True}}
+    assert _reference_loads(wire.dumps(message)) == message
 
 
 @settings(max_examples=300, deadline=None)
