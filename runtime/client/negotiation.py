@@ -16,8 +16,8 @@ status), so the probe waits for it. A discover answer that arrives after the fal
 was sent, but before its answer, is still adopted: a server that speaks the modern era is never
 downgraded; and an `initialize` refused meanwhile waits one more probe window for that discover
 answer before it counts. Time spent authorizing (a user signing in) moves the deadline. A modern
-pin negotiates nothing: its first calls carry the server's start instead, within the same deadline
-(see `RequestPipeline.starting`).
+pin negotiates nothing: on a stream its first calls carry the server's start instead, within the
+same deadline (see `RequestPipeline.starting`).
 """
 
 from __future__ import annotations

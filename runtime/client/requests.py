@@ -202,16 +202,15 @@ class RequestPipeline:
     async def _send(
         self, spec: Any, body: dict[str, Any] | None, timeout: Timeout, progress: ProgressCallback | None
     ) -> Any:
-        given, starting = timeout, self._start_deadline
+        starting = self._start_deadline
         if starting is not None and timeout is DEFAULT:
             timeout = self._default_timeout(starting)
         try:
-            try:
-                raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
-            except ResponseStreamLost as exc:  # the request is lost with its stream: issue it again, with a new id
-                log.info("%s; sending %s again", exc, spec.method)
-                self._start_deadline = None  # (a stream was opened: the server is up) the retry gets the usual timeout
-                raw = await self.client.session.send_request(spec.method, body, timeout=given, on_progress=progress)
+            raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
+        except ResponseStreamLost as exc:  # the request is lost with its stream: issue it again, with a new id
+            # (HTTP only, where the start-up window never opens: see `Client.connect_session`)
+            log.info("%s; sending %s again", exc, spec.method)
+            raw = await self.client.session.send_request(spec.method, body, timeout=timeout, on_progress=progress)
         except (McpError, RemoteProtocolError):
             self._start_deadline = None  # an error, even an unreadable answer, is an answer: the server is up
             raise
