@@ -5,8 +5,10 @@ the bottleneck).
 Every server runs under the uvicorn command line with the same flags (`--factory`, no access log,
 log level warning) on one stack: `--http h11 --loop asyncio` and, where httptools and uvloop are
 installed, `--http httptools --loop uvloop`. The apps (`servers/apps.py`): the empty app (reads
-the request, answers a fixed JSON-RPC result: the ceiling of the stack), mcpgen's `http_app()`,
-the official `streamable_http_app()` with its defaults (SSE answers) and with `json_response=True`.
+the request, answers a fixed JSON-RPC result: the ceiling of the stack), the floor (the least any
+validating MCP server does per call: parse, validate the params and the arguments, run the tool,
+answer; no other protocol check: a yardstick, not a server), mcpgen's `http_app()`, the official
+`streamable_http_app()` with its defaults (SSE answers) and with `json_response=True`.
 Each mcp server has a sync tool (`def add`) and an async tool (`async def add_async`); the table
 says where each library ran the sync one.
 
@@ -39,7 +41,7 @@ protocol classes `mcpgen serve` runs instead of uvicorn's own (timed runs, count
 
 Memory: resident memory growth of the server per idle handshake-era session (h11 stack, httpx).
 
-    python bench/bench_http.py [--seconds 5] [--stacks h11,httptools] [--apps empty,mcpgen,official,official_json]
+    python bench/bench_http.py [--seconds 5] [--stacks h11,httptools] [--apps empty,floor,mcpgen,official,official_json]
         [--configs modern:1,modern:50,handshake:1,handshake:50] [--tools sync,async]
         [--multi mcpgen,uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
     python bench/bench_http.py --instructions [--calls 200] [--stacks h11,httptools] [--tools async]
@@ -89,12 +91,19 @@ MCPGEN_PROTOCOLS = {  # `mcpgen serve`'s HTTP protocol classes (uvicorn's, with 
 COUNTED_LOOPS = {"h11": "counted:asyncio_loop", "httptools": "counted:uvloop_loop"}
 APPS = {
     "empty": "apps:empty",
+    "floor": "apps:floor",
     "mcpgen": "apps:mcpgen_app",
     "official": "apps:official_sse",
     "official_json": "apps:official_json",
 }
-APP_LABEL = {"empty": "empty app", "mcpgen": "mcpgen", "official": "official SSE", "official_json": "official JSON"}
-LIBRARY = {"mcpgen": "mcpgen", "official": "official", "official_json": "official"}
+APP_LABEL = {
+    "empty": "empty app",
+    "floor": "floor",
+    "mcpgen": "mcpgen",
+    "official": "official SSE",
+    "official_json": "official JSON",
+}
+LIBRARY = {"floor": "floor", "mcpgen": "mcpgen", "official": "official", "official_json": "official"}
 MCPGEN_FACTORY = "mcpgen.runtime.server.http.workers:app_factory"
 MCPGEN_SERVER = f"{SERVERS}/apps.py:ours_server"
 LAUNCHER_LABEL = {
@@ -441,7 +450,7 @@ def single_worker(options: Options) -> dict[str, Any]:
         "notes": [
             f"each case: wrk -t1 -cN -d{options.seconds:g}s -s bench/wrk/mcp.lua URL -- ERA TOOL [SESSIONS...] after a"
             f" {options.warm_up:g} s warm-up run; CPU/call = server user+system time (from /proc) / calls",
-            "servers: python -m uvicorn --factory --app-dir bench/servers apps:{empty|mcpgen_app|official_sse|"
+            "servers: python -m uvicorn --factory --app-dir bench/servers apps:{empty|floor|mcpgen_app|official_sse|"
             "official_json} --host 127.0.0.1 --port PORT --http {h11|httptools} --loop {asyncio|uvloop} --no-access-log"
             " --log-level warning",
             "handshake era: one session per connection, opened before the runs; the calls carry them in turn",

@@ -9,7 +9,8 @@
 In process: `ours_server()`, `official_server()`. As ASGI apps for `uvicorn --factory` (with
 `--app-dir bench/servers`): `mcpgen_app`, `official_sse` (the official server's defaults: SSE
 answers), `official_json` (`json_response=True`) and `empty` (an app that reads the request and
-answers a fixed JSON-RPC result: the ceiling of the stack it runs on). For several workers, mcpgen
+answers a fixed JSON-RPC result: the ceiling of the stack it runs on) and `floor` (the least any
+validating MCP server does per call, below). For several workers, mcpgen
 is served by its own factory: `MCPGEN_SERVER=bench/servers/apps.py:ours_server`.
 """
 
@@ -101,3 +102,90 @@ async def _empty(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 def empty() -> Any:
     return _empty
+
+
+# -- the floor: the least a validating MCP server does per call -------------------------------------
+#
+# Not a server anyone should run: a yardstick between the empty app and a real one. Per POST it
+# checks the two headers that pick the path (Content-Type, MCP-Protocol-Version), reads the body,
+# parses the JSON text, validates the params against the version's generated `CallToolRequestParams`
+# and the arguments against the tool's parameters, runs the tool (a sync one in a worker thread, as
+# both libraries do), and answers the result (text and structured content) as JSON. It skips the
+# rest of what the protocol asks of a server: the `_meta` and routing-header checks, capability
+# gates, the tool's output schema, error answers of any kind (a bad request raises), cancellation,
+# progress and SSE, the handshake's negotiation (`initialize` gets a fixed answer and a session id,
+# which later calls must carry), server info in `_meta`. What a real server costs beyond it is the
+# protocol's work and its library's structure.
+
+
+def floor() -> Any:
+    import uuid
+
+    import anyio.to_thread
+    import pydantic_core
+    from mcpgen.generated.v2025_11_25 import models as v25
+    from mcpgen.generated.v2026_07_28 import models as v26
+    from pydantic import BaseModel, TypeAdapter
+
+    class AddArguments(BaseModel):
+        a: int
+        b: int
+
+    params_of = {
+        b"2026-07-28": TypeAdapter(v26.CallToolRequestParams),
+        b"2025-11-25": TypeAdapter(v25.CallToolRequestParams),
+    }
+    try:  # the faster writer, as mcpgen's `http` extra has it
+        from orjson import dumps
+    except ImportError:
+        dumps = pydantic_core.to_json
+    sessions: set[bytes] = set()
+    json_head = [(b"content-type", b"application/json")]
+
+    async def run(name: str, arguments: dict[str, Any] | None) -> Any:
+        if name == "where":
+            return await anyio.to_thread.run_sync(where)
+        given = AddArguments.model_validate(arguments or {})
+        if name == "add_async":
+            return await add_async(given.a, given.b)
+        return await anyio.to_thread.run_sync(add, given.a, given.b)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await _empty(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if headers.get(b"content-type") != b"application/json":
+            raise ValueError("POST application/json")
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        request = pydantic_core.from_json(body)
+        head = json_head
+        if request.get("method") == "initialize":
+            session = uuid.uuid4().hex.encode()
+            sessions.add(session)
+            head = [*json_head, (b"mcp-session-id", session)]
+            result: Any = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "floor", "version": "1"},
+            }
+        elif "id" not in request:  # a notification
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        else:
+            version = headers.get(b"mcp-protocol-version", b"")
+            if version != b"2026-07-28" and headers.get(b"mcp-session-id") not in sessions:
+                raise ValueError("a handshake-era call needs an open session")
+            params = params_of[version].validate_python(request["params"])
+            value = await run(params.name, params.arguments)
+            result = {"content": [{"type": "text", "text": str(value)}], "structuredContent": {"result": value}}
+        answer = dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        await send({"type": "http.response.body", "body": answer})
+
+    return app
