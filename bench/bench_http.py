@@ -113,7 +113,8 @@ LAUNCHER_LABEL = {
 }
 WORKERS = 2
 CELLS = (
-    "cells: calls/s, server CPU per call; % of empty: the rate as a share of the empty app's in the same case;"
+    "cells: calls/s, server CPU per call; % of empty: the rate as a share of the empty app's in the same case,"
+    " then the empty app's CPU per call as a share of this app's;"
     " official SSE: the official server's defaults; official JSON: json_response=True"
 )
 MEMORY_SESSIONS = 300
@@ -383,7 +384,11 @@ def cell(load: Load) -> str:
 
 
 def share(load: Load, empty: Load | None) -> str:
-    return f"{load.rate / empty.rate * 100:.0f}%" if empty else ""
+    """The rate as a share of the empty app's, and the empty app's CPU per call as a share of this
+    app's (the steadier of the two where the rate is a ping-pong with the client: one connection)."""
+    if not empty:
+        return ""
+    return f"{load.rate / empty.rate * 100:.0f}%, CPU {empty.cpu_us / max(load.cpu_us, 1e-9) * 100:.0f}%"
 
 
 def ratio(ours: Load | None, theirs: Load | None) -> str:

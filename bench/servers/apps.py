@@ -79,7 +79,11 @@ def official_json() -> Any:
 EMPTY_BODY = (
     b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"3"}],"structuredContent":{"result":3}}}'
 )
-EMPTY_HEADERS = [(b"content-type", b"application/json"), (b"mcp-session-id", b"empty")]
+EMPTY_HEADERS = [  # with the length, as every server here sends it: the answer is not chunked
+    (b"content-type", b"application/json"),
+    (b"content-length", b"%d" % len(EMPTY_BODY)),
+    (b"mcp-session-id", b"empty"),
+]
 
 
 async def _empty(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -174,7 +178,7 @@ def floor() -> Any:
                 "serverInfo": {"name": "floor", "version": "1"},
             }
         elif "id" not in request:  # a notification
-            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
             await send({"type": "http.response.body", "body": b""})
             return
         else:
@@ -185,6 +189,7 @@ def floor() -> Any:
             value = await run(params.name, params.arguments)
             result = {"content": [{"type": "text", "text": str(value)}], "structuredContent": {"result": value}}
         answer = dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
+        head = [*head, (b"content-length", b"%d" % len(answer))]
         await send({"type": "http.response.start", "status": 200, "headers": head})
         await send({"type": "http.response.body", "body": answer})
 
