@@ -115,7 +115,8 @@ def empty() -> Any:
 # parses the JSON text, validates the params against the version's generated `CallToolRequestParams`
 # and the arguments against the tool's parameters, runs the tool (a sync one in a worker thread, as
 # both libraries do), and answers the result (text and structured content) as JSON. It skips the
-# rest of what the protocol asks of a server: the `_meta` and routing-header checks, capability
+# rest of what the protocol asks of a server: the JSON-RPC envelope (any request with an id but
+# `initialize` is taken for a `tools/call`), the `_meta` and routing-header checks, capability
 # gates, the tool's output schema, error answers of any kind (a bad request raises), cancellation,
 # progress and SSE, the handshake's negotiation (`initialize` gets a fixed answer and a session id,
 # which later calls must carry), server info in `_meta`. What a real server costs beyond it is the
