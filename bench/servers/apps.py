@@ -130,6 +130,7 @@ def floor() -> Any:
     import pydantic_core
     from mcpgen.generated.v2025_11_25 import models as v25
     from mcpgen.generated.v2026_07_28 import models as v26
+    from mcpgen.runtime.protocol.wire import dumps  # mcpgen's writer: orjson where installed
     from pydantic import BaseModel, TypeAdapter
 
     class AddArguments(BaseModel):
@@ -140,10 +141,6 @@ def floor() -> Any:
         b"2026-07-28": TypeAdapter(v26.CallToolRequestParams),
         b"2025-11-25": TypeAdapter(v25.CallToolRequestParams),
     }
-    try:  # the faster writer, as mcpgen's `http` extra has it
-        from orjson import dumps
-    except ImportError:
-        dumps = pydantic_core.to_json
     sessions: set[bytes] = set()
     json_head = [(b"content-type", b"application/json")]
 

@@ -54,17 +54,21 @@ class Transport(asyncio.Transport):
         pass
 
 
-def post(body: dict[str, Any], headers: dict[str, str]) -> bytes:
-    raw = json.dumps(body, separators=(",", ":")).encode()
+def head(headers: dict[str, str]) -> bytes:
+    """A POST's head up to its `Content-Length` line (which follows it), without that line."""
     lines = [
         "POST /mcp HTTP/1.1",
         "Host: 127.0.0.1:8000",
         "Content-Type: application/json",
         "Accept: application/json, text/event-stream",
         *(f"{k}: {v}" for k, v in headers.items()),
-        f"Content-Length: {len(raw)}",
     ]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + raw
+    return "\r\n".join(lines).encode()
+
+
+def post(body: dict[str, Any], headers: dict[str, str]) -> bytes:
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    return head(headers) + b"\r\nContent-Length: %d\r\n\r\n" % len(raw) + raw
 
 
 class Calls:
@@ -89,9 +93,8 @@ class Calls:
             {"jsonrpc": "2.0", "id": marker, "method": "tools/call", "params": params}, separators=(",", ":")
         )
         before, after = raw.encode().split(str(marker).encode())
-        head = post({}, headers).split(b"\r\n\r\n", 1)[0].rsplit(b"\r\n", 1)[0]  # without Content-Length
         self.format = (
-            head.replace(b"%", b"%%")
+            head(headers).replace(b"%", b"%%")
             + b"\r\nContent-Length: %d\r\n\r\n"
             + before.replace(b"%", b"%%")
             + b"%d"
