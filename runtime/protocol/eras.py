@@ -59,6 +59,10 @@ class EraRules(abc.ABC):
     """May the server send requests of its own to the client (answered by the client)?"""
     client_capabilities_at: tuple[str, tuple[str, ...]]
     """Where the client's capabilities travel: a method and the path (wire names) in its params."""
+    claims_by_meta: bool = False
+    """Does `claim` take every request whose `_meta` names a version, and serve it with that
+    version exactly when both `_meta` keys are there, the routing headers agree with the body and
+    the era serves the version (what `Router.quick` relies on)?"""
     server_capabilities_at: tuple[str, tuple[str, ...]]
     """Where the server's capabilities travel: a method and the path (wire names) in its result."""
 
@@ -118,6 +122,7 @@ REQUIRED_META = (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY)
 
 class ModernRules(EraRules):
     session_method = None
+    claims_by_meta = True
     liveness_method = None
     logs_without_level = False
     server_sends_requests = False

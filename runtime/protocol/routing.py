@@ -15,6 +15,12 @@ request is -32601), the server must offer the capability that gates it (-32601),
 exist (-32601), and the params must validate (-32602). The table is the version's with the
 extensions the server enables in force (`VersionRegistry.table`); a method gated on both sides
 (an extension's) also needs the client to declare the capability in that request (-32021).
+
+`Router.quick(...)` finds the same `Route` for the common request of a self-contained era without
+the ladder: what the ladder found for a (version, method) that passed it is remembered, and the
+request's own steps (the `_meta` keys, the headers against the body, the params) are checked
+again; any step that would not pass as it did gives None, and the ladder decides (and words the
+refusal).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from . import http_headers
 from .capabilities import gate_allows, gate_requirement
 from .errors import (
     INVALID_PARAMS,
@@ -83,6 +90,18 @@ class Route:
     params: Any
 
 
+@dataclass(slots=True)
+class _Passed:
+    """What the ladder found for one (version, method) of the newest era when that era is
+    self-contained, and what it depended on beyond the request (`Router.quick`)."""
+
+    era: EraRules
+    spec: MethodSpec | None  # None: the steps do not pass (`route` decides every such request)
+    name_field: str | None  # the params field `Mcp-Name` mirrors
+    offered: Mapping[str, Any]  # the server capabilities the row's gate was checked against
+    extensions: frozenset[str]  # the extensions in force then
+
+
 @dataclass(frozen=True)
 class Rejection:
     """A request refused before any handler ran."""
@@ -124,6 +143,8 @@ class Router:
     _requests: dict[tuple[str, str, frozenset[str]], MethodSpec] = field(default_factory=dict, init=False, repr=False)
     """The client requests found so far, by version, method and the extensions in force (only
     methods the tables have: a client's unknown method names are never kept)."""
+    _passed: dict[tuple[str, str], _Passed] = field(default_factory=dict, init=False, repr=False)
+    """`quick`'s memory: what the steps that do not depend on the request gave, by version and method."""
 
     def table(self, version: str) -> Mapping[str, MethodSpec]:
         """The table `version` is served with: the version's, with the enabled extensions in force."""
@@ -166,6 +187,52 @@ class Router:
             "(a handshake-era client must send initialize first)",
             {"supported": self.supported_newest_first()},
         )
+
+    def quick(self, method: str, params: Any, headers: Mapping[str, str] | None) -> Route | None:
+        """The `Route` `route` gives a request of a self-contained newest era (no session) whose
+        version and method passed the ladder's steps that do not depend on the request, found
+        without the ladder: its `_meta` names that version and carries the client's capabilities,
+        its routing headers agree with the body (when there are headers), a handler exists and the
+        params validate. None when any of that does not hold: `route` decides then."""
+        meta = params.get("_meta") if type(params) is dict else None
+        version = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict and CLIENT_CAPABILITIES_KEY in meta else None
+        if type(version) is not str:
+            return None
+        passed = self._passed.get((version, method))
+        if passed is None or passed.offered is not self.capabilities() or passed.extensions is not self.extensions():
+            passed = self._passes(version, method)
+        spec = passed.spec
+        if spec is None or method not in self.handlers:
+            return None
+        if headers is not None and http_headers.mismatch(
+            method, params, headers, self.header_params(params), passed.name_field
+        ):
+            return None
+        try:
+            parsed = spec.parse_params(self.validated(method, params))
+        except ValueError:  # (pydantic's ValidationError is one)
+            return None
+        return Route(version, passed.era, spec, parsed)
+
+    def _passes(self, version: str, method: str) -> _Passed:
+        """The ladder's steps for (version, method) that do not depend on the request, taken now
+        (remembered for a version and method of the tree): the newest era claims requests by
+        their `_meta` and serves the version, the method is a client request of its table, the
+        server offers the capability that gates it. A gate that depends on the request (refined
+        by params, or on the client's side too) does not pass here: `route` checks it."""
+        era, offered, extensions = self.eras.newest_first[0], self.capabilities(), self.extensions()
+        spec = None
+        if era.claims_by_meta and version in self.versions_of(era):
+            spec = self.client_request(version, method)
+            gate = spec.capability if spec is not None else None
+            if gate is not None and gate.side in ("server", "receiver", "both"):
+                static = gate.side != "both" and gate.param is None and not gate.param_requires
+                if not static or not gate_allows(offered, gate, None):
+                    spec = None
+        passed = _Passed(era, spec, self.name_param(method, version) if spec is not None else None, offered, extensions)
+        if version in self.registry.supported and method in self.table(version):
+            self._passed[(version, method)] = passed  # (never keyed by a client's unknown names)
+        return passed
 
     def _gated(self, call: Call, spec: MethodSpec, era: EraRules) -> Rejection | None:
         """The refusal of a method whose capability the server does not offer (-32601), or, for a

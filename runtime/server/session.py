@@ -145,7 +145,10 @@ class ServerSession(Session):
 
     def route(self, request: IncomingRequest) -> Route | Rejection:
         state = self.handshake
-        if state is None:
+        if state is None:  # (a self-contained request, most likely: found without the ladder if it can be)
+            quick = self.server.router.quick(request.method, request.params, request.context.headers)
+            if quick is not None:
+                return quick
             call = Call(request.method, request.params, request.context.headers)
         else:
             call = Call(
