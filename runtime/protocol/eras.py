@@ -62,7 +62,11 @@ class EraRules(abc.ABC):
     claims_by_meta: bool = False
     """Does `claim` take every request whose `_meta` names a version, and serve it with that
     version exactly when both `_meta` keys are there, the routing headers agree with the body and
-    the era serves the version (what `Router.quick` relies on)?"""
+    the era serves the version (what `Router.quick` relies on)? Such an era claims no request
+    whose `_meta` names no version, unless its MCP-Protocol-Version header names one of its own."""
+    claims_by_session: bool = False
+    """Does `claim` take every request on a session but `session_method`, serving it with the
+    version the session negotiated (what `Router.quick` relies on)?"""
     server_capabilities_at: tuple[str, tuple[str, ...]]
     """Where the server's capabilities travel: a method and the path (wire names) in its result."""
 
@@ -88,6 +92,7 @@ class EraRules(abc.ABC):
 
 class HandshakeRules(EraRules):
     session_method = HANDSHAKE_METHOD
+    claims_by_session = True
     liveness_method = LIVENESS_METHOD
     logs_without_level = True
     server_sends_requests = True

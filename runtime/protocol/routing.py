@@ -95,11 +95,17 @@ class _Passed:
     """What the ladder found for one (version, method) of the newest era when that era is
     self-contained, and what it depended on beyond the request (`Router.quick`)."""
 
-    era: EraRules
+    era: EraRules | None  # the era that claims such requests (None: none does it this way)
     spec: MethodSpec | None  # None: the steps do not pass (`route` decides every such request)
     name_field: str | None  # the params field `Mcp-Name` mirrors
+    unless: tuple[str, ...]  # params whose presence makes the gate ask more (`route` checks those)
     offered: Mapping[str, Any]  # the server capabilities the row's gate was checked against
     extensions: frozenset[str]  # the extensions in force then
+
+
+def _present(params: Mapping[str, Any] | None, keys: tuple[str, ...]) -> bool:
+    """Is any of `keys` in `params` with a value (not null)?"""
+    return params is not None and any(params.get(key) is not None for key in keys)
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,8 @@ class Router:
     methods the tables have: a client's unknown method names are never kept)."""
     _passed: dict[tuple[str, str], _Passed] = field(default_factory=dict, init=False, repr=False)
     """`quick`'s memory: what the steps that do not depend on the request gave, by version and method."""
+    _passed_on_sessions: dict[tuple[str, str], _Passed] = field(default_factory=dict, init=False, repr=False)
+    """The same for requests on a session."""
 
     def table(self, version: str) -> Mapping[str, MethodSpec]:
         """The table `version` is served with: the version's, with the enabled extensions in force."""
@@ -188,50 +196,79 @@ class Router:
             {"supported": self.supported_newest_first()},
         )
 
-    def quick(self, method: str, params: Any, headers: Mapping[str, str] | None) -> Route | None:
-        """The `Route` `route` gives a request of a self-contained newest era (no session) whose
-        version and method passed the ladder's steps that do not depend on the request, found
-        without the ladder: its `_meta` names that version and carries the client's capabilities,
-        its routing headers agree with the body (when there are headers), a handler exists and the
-        params validate. None when any of that does not hold: `route` decides then."""
+    def quick(
+        self, method: str, params: Any, headers: Mapping[str, str] | None, session_version: str | None = None
+    ) -> Route | None:
+        """The `Route` `route` gives the common request, found without the ladder; None when the
+        ladder must decide (it words the refusal too). The common request is either of the
+        self-contained newest era (no `session_version`: its `_meta` names its version and carries
+        the client's capabilities) or one on a session of an era with sessions (`session_version`:
+        it names no version of a self-contained era, in `_meta` or header). Its version and method
+        passed the ladder's steps that do not depend on the request (remembered), and its own
+        steps pass: the routing headers agree with the body, a handler exists, the params validate."""
         meta = params.get("_meta") if type(params) is dict else None
-        version = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict and CLIENT_CAPABILITIES_KEY in meta else None
-        if type(version) is not str:
-            return None
-        passed = self._passed.get((version, method))
+        if session_version is None:
+            version = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict and CLIENT_CAPABILITIES_KEY in meta else None
+            if type(version) is not str:
+                return None
+            passed = self._passed.get((version, method))
+        else:
+            header = headers.get(http_headers.PROTOCOL_VERSION) if headers is not None else None
+            if (type(meta) is dict and PROTOCOL_VERSION_KEY in meta) or (
+                header is not None and header != session_version
+            ):
+                return None  # (another era's, perhaps: the ladder decides)
+            version = session_version
+            passed = self._passed_on_sessions.get((version, method))
         if passed is None or passed.offered is not self.capabilities() or passed.extensions is not self.extensions():
-            passed = self._passes(version, method)
-        spec = passed.spec
-        if spec is None or method not in self.handlers:
+            passed = self._passes(version, method, session_version is not None)
+        spec, era = passed.spec, passed.era
+        unless = passed.unless  # (params making the gate ask more)
+        if spec is None or era is None or method not in self.handlers or (unless and _present(params, unless)):
             return None
-        if headers is not None and http_headers.mismatch(
-            method, params, headers, self.header_params(params), passed.name_field
-        ):
-            return None
+        if session_version is None and headers is not None:
+            if http_headers.mismatch(method, params, headers, self.header_params(params), passed.name_field):
+                return None
         try:
             parsed = spec.parse_params(self.validated(method, params))
         except ValueError:  # (pydantic's ValidationError is one)
             return None
-        return Route(version, passed.era, spec, parsed)
+        return Route(version, era, spec, parsed)
 
-    def _passes(self, version: str, method: str) -> _Passed:
+    def _passes(self, version: str, method: str, on_session: bool) -> _Passed:
         """The ladder's steps for (version, method) that do not depend on the request, taken now
-        (remembered for a version and method of the tree): the newest era claims requests by
-        their `_meta` and serves the version, the method is a client request of its table, the
-        server offers the capability that gates it. A gate that depends on the request (refined
-        by params, or on the client's side too) does not pass here: `route` checks it."""
-        era, offered, extensions = self.eras.newest_first[0], self.capabilities(), self.extensions()
+        (remembered for a version and method of the tree): which era claims the request (the
+        newest, claiming by `_meta`; or on a session, the first era that claims by session, the
+        eras before it claiming by `_meta` only, and not the request opening a session), that it
+        serves the version, that the method is a client request of its table, that the server
+        offers the capability that gates it. A gate that depends on the request (refined by a
+        params value, or on the client's side too) does not pass here: `route` checks it; one
+        that asks more of a request with certain params passes for a request without them."""
+        offered, extensions = self.capabilities(), self.extensions()
+        if not on_session:
+            era: EraRules | None = self.eras.newest_first[0]
+            claims = era is not None and era.claims_by_meta
+        else:
+            era = next((rules for rules in self.eras.newest_first if not rules.claims_by_meta), None)
+            claims = era is not None and era.claims_by_session and method != era.session_method
+            if era is not None and version in self.registry.supported and self.eras.of(version) is not era:
+                claims = False
         spec = None
-        if era.claims_by_meta and version in self.versions_of(era):
+        unless: tuple[str, ...] = ()
+        if era is not None and claims and version in self.versions_of(era):
             spec = self.client_request(version, method)
             gate = spec.capability if spec is not None else None
             if gate is not None and gate.side in ("server", "receiver", "both"):
-                static = gate.side != "both" and gate.param is None and not gate.param_requires
+                static = gate.side != "both" and gate.param is None
                 if not static or not gate_allows(offered, gate, None):
                     spec = None
-        passed = _Passed(era, spec, self.name_param(method, version) if spec is not None else None, offered, extensions)
+                else:  # what the gate asks more of a request that has these params: left to `route`
+                    unless = tuple(key for key, _ in gate.param_requires)
+        name_field = self.name_param(method, version) if spec is not None else None
+        passed = _Passed(era, spec, name_field, unless, offered, extensions)
         if version in self.registry.supported and method in self.table(version):
-            self._passed[(version, method)] = passed  # (never keyed by a client's unknown names)
+            memory = self._passed_on_sessions if on_session else self._passed
+            memory[(version, method)] = passed  # (never keyed by a client's unknown names)
         return passed
 
     def _gated(self, call: Call, spec: MethodSpec, era: EraRules) -> Rejection | None:

@@ -145,10 +145,11 @@ class ServerSession(Session):
 
     def route(self, request: IncomingRequest) -> Route | Rejection:
         state = self.handshake
-        if state is None:  # (a self-contained request, most likely: found without the ladder if it can be)
-            quick = self.server.router.quick(request.method, request.params, request.context.headers)
-            if quick is not None:
-                return quick
+        version = state.version if state is not None else None
+        quick = self.server.router.quick(request.method, request.params, request.context.headers, version)
+        if quick is not None:  # (the common request, found without the ladder)
+            return quick
+        if state is None:
             call = Call(request.method, request.params, request.context.headers)
         else:
             call = Call(

@@ -57,6 +57,14 @@ def same(quick: Route, full: Route | Rejection) -> None:
     assert quick.params == full.params
 
 
+def left_for_its_gate(found: Route, params: dict[str, Any] | None) -> bool:
+    """Does the request's gate depend on the request: on both sides, or asking more of these params?"""
+    gate = found.spec.capability
+    if gate is None:
+        return False
+    return gate.side == "both" or any((params or {}).get(key) is not None for key, _ in gate.param_requires)
+
+
 def plain(method: str, **params: Any) -> tuple[dict[str, Any], dict[str, str]]:
     headers = {"mcp-protocol-version": V26, "mcp-method": method}
     if "name" in params:
@@ -279,12 +287,40 @@ def test_quick_finds_only_what_route_finds_for_every_kind_of_request(server: str
             same(quick, full)
             quick_found += 1
         elif isinstance(full, Route):  # only what it cannot know without the ladder is left to it
-            assert full.era.name == "handshake" or (full.spec.capability and full.spec.capability.side == "both"), (
-                method,
-                params,
-                headers,
-            )
+            assert full.era.name == "handshake" or left_for_its_gate(full, params), (method, params, headers)
     assert quick_found > 100  # (what it found is a good share of what there was to find)
+
+
+@pytest.mark.parametrize("server", ["both eras", "tasks"])
+def test_on_a_session_quick_finds_only_what_route_finds(server: str) -> None:
+    router = SERVERS[server].router
+    quick_found = 0
+    for method, params, headers in every_request():
+        bare = None if params is None else {k: v for k, v in params.items() if k != "_meta"}
+        for body in (params, bare):
+            handshake_headers = None if headers is None else {**headers, "mcp-protocol-version": V25}
+            for sent in (headers, handshake_headers):
+                for declared in ({}, {"extensions": {TASKS: {}}}):
+                    quick = router.quick(method, body, sent, V25)
+                    full = router.route(Call(method, body, sent, V25, declared))
+                    if quick is not None:
+                        same(quick, full)
+                        quick_found += 1
+                    elif isinstance(full, Route):  # left to it: a modern request, initialize, or for its gate
+                        left = full.era.name == "modern" or method == "initialize" or left_for_its_gate(full, body)
+                        assert left, (method, body, sent)
+    assert quick_found > 100
+
+
+def test_on_a_session_the_request_opening_one_and_modern_requests_are_left_to_route() -> None:
+    router = SERVERS["both eras"].router
+    init = {"protocolVersion": V25, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    assert router.quick("initialize", init, None, V25) is None
+    assert router.quick("tools/list", {"_meta": meta()}, None, V25) is None  # modern, on a stdio session
+    assert router.quick("tools/list", {}, {"mcp-protocol-version": V26}, V25) is None
+    quick = router.quick("tools/list", {}, {"mcp-protocol-version": V25}, V25)
+    assert quick is not None and quick.era.name == "handshake"
+    same(quick, router.route(Call("tools/list", {}, {"mcp-protocol-version": V25}, V25, {})))
 
 
 @settings(max_examples=300, deadline=None)
