@@ -16,11 +16,12 @@ exist (-32601), and the params must validate (-32602). The table is the version'
 extensions the server enables in force (`VersionRegistry.table`); a method gated on both sides
 (an extension's) also needs the client to declare the capability in that request (-32021).
 
-`Router.quick(...)` finds the same `Route` for the common request of a self-contained era without
-the ladder: what the ladder found for a (version, method) that passed it is remembered, and the
-request's own steps (the `_meta` keys, the headers against the body, the params) are checked
-again; any step that would not pass as it did gives None, and the ladder decides (and words the
-refusal).
+`Router.quick(...)` finds the same `Route` for the common request (of the self-contained era, or
+on a handshake-era session) without the ladder: what the ladder's steps that do not depend on the
+request gave for a (version, method) is remembered (until the server's capabilities or enabled
+extensions change), and the request's own steps (the `_meta` keys, the headers against the body,
+a handler, the params) are checked again; any step that would not pass as it did gives None, and
+the ladder decides (and words the refusal).
 """
 
 from __future__ import annotations
@@ -92,8 +93,9 @@ class Route:
 
 @dataclass(slots=True)
 class _Passed:
-    """What the ladder found for one (version, method) of the newest era when that era is
-    self-contained, and what it depended on beyond the request (`Router.quick`)."""
+    """What the ladder's steps that do not depend on the request gave for one (version, method),
+    of self-contained requests or of requests on a session, and what that depended on beyond the
+    request (`Router.quick`)."""
 
     era: EraRules | None  # the era that claims such requests (None: none does it this way)
     spec: MethodSpec | None  # None: the steps do not pass (`route` decides every such request)
