@@ -59,6 +59,8 @@ class EraRules(abc.ABC):
     """May the server send requests of its own to the client (answered by the client)?"""
     client_capabilities_at: tuple[str, tuple[str, ...]]
     """Where the client's capabilities travel: a method and the path (wire names) in its params."""
+    server_capabilities_at: tuple[str, tuple[str, ...]]
+    """Where the server's capabilities travel: a method and the path (wire names) in its result."""
     claims_by_meta: bool = False
     """Does `claim` take every request whose `_meta` names a version, and serve it with that
     version exactly when both `_meta` keys are there, the routing headers agree with the body and
@@ -67,8 +69,6 @@ class EraRules(abc.ABC):
     claims_by_session: bool = False
     """Does `claim` take every request on a session but `session_method`, serving it with the
     version the session negotiated (what `Router.quick` relies on)?"""
-    server_capabilities_at: tuple[str, tuple[str, ...]]
-    """Where the server's capabilities travel: a method and the path (wire names) in its result."""
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -105,6 +105,9 @@ class _Passed:
     extensions: frozenset[str]  # the extensions in force then
 
 
+_SERVER_GATED = ("server", "receiver", "both")  # the gate sides the server's own capabilities answer
+
+
 def _present(params: Mapping[str, Any] | None, keys: tuple[str, ...]) -> bool:
     """Is any of `keys` in `params` with a value (not null)?"""
     return params is not None and any(params.get(key) is not None for key in keys)
@@ -253,14 +256,12 @@ class Router:
         else:
             era = next((rules for rules in self.eras.newest_first if not rules.claims_by_meta), None)
             claims = era is not None and era.claims_by_session and method != era.session_method
-            if era is not None and version in self.registry.supported and self.eras.of(version) is not era:
-                claims = False
         spec = None
         unless: tuple[str, ...] = ()
         if era is not None and claims and version in self.versions_of(era):
             spec = self.client_request(version, method)
             gate = spec.capability if spec is not None else None
-            if gate is not None and gate.side in ("server", "receiver", "both"):
+            if gate is not None and gate.side in _SERVER_GATED:
                 static = gate.side != "both" and gate.param is None
                 if not static or not gate_allows(offered, gate, None):
                     spec = None
@@ -277,7 +278,7 @@ class Router:
         """The refusal of a method whose capability the server does not offer (-32601), or, for a
         method gated on both sides, that the request does not declare (-32021)."""
         gate = spec.capability
-        if gate is None or gate.side not in ("server", "receiver", "both"):
+        if gate is None or gate.side not in _SERVER_GATED:
             return None
         if not gate_allows(self.capabilities(), gate, call.params):
             return Rejection(
