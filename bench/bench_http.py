@@ -34,6 +34,12 @@ difference divided by N is one call's cost (parsing, the app, writing the respon
 kernel, not the client). Each app's count is given as the empty app's share of it: the rate the
 app would reach, as a share of the empty app's, when the server's CPU is what limits both.
 
+Bytecodes (`--bytecodes`): the Python bytecodes one call runs, exactly (`servers/drive_asgi.py`
+with a `sys.settrace` opcode counter over N calls after the warm-up), in all and by who ran them
+(uvicorn, the mcpgen runtime, the official SDK, starlette, pydantic, anyio, asyncio, ...), with the
+functions that ran the most. No valgrind, the same on any machine under any load; Python's share
+of the work only (what C code does per bytecode, parsing or validating, is not in it).
+
 Counts (`--syscalls`): per call, over one wrk run, the server's system calls by kind (`perf trace
 -s`, else `strace -c`), its context switches, and what its event loop did (`servers/counted.py`:
 loop turns, callbacks, timers, tasks, writes). `--protocol mcpgen` serves every app with the HTTP
@@ -46,6 +52,8 @@ Memory: resident memory growth of the server per idle handshake-era session (h11
         [--multi mcpgen,uvicorn,bound] [--multi-connections 50,1] [--no-multi] [--no-memory]
     python bench/bench_http.py --instructions [--calls 200] [--stacks h11,httptools] [--tools async]
         [--apps empty,mcpgen,official_json] [--configs modern:1,handshake:1] [--protocol mcpgen]
+    python bench/bench_http.py --bytecodes [--calls 200] [--stacks h11,httptools] [--tools async]
+        [--apps empty,floor,mcpgen,official_json] [--configs modern:1,handshake:1] [--protocol mcpgen]
     python bench/bench_http.py --syscalls [--seconds 3] [--stacks h11,httptools] [--apps empty,mcpgen]
         [--configs modern:1,handshake:1,modern:50] [--tools async] [--protocol mcpgen]
 """
@@ -159,6 +167,24 @@ class Load:
 class Served:
     url: str
     pid: int
+    cpu: int | None = None  # the one CPU the server runs on (`--pin`), the load generator on the others
+
+
+def pinned(cpus: set[int] | None, cmd: list[str]) -> list[str]:
+    """`cmd`, run on `cpus` (`taskset`, util-linux) when given."""
+    if cpus is None:
+        return cmd
+    return ["taskset", "--cpu-list", ",".join(map(str, sorted(cpus))), *cmd]
+
+
+def pin_cpu() -> int | None:
+    """The CPU a pinned server runs on: the last this process may use (None: fewer than two, or
+    no `taskset`)."""
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) < 2 or shutil.which("taskset") is None:
+        print("--pin needs two CPUs and taskset (util-linux): not pinned", flush=True)
+        return None
+    return usable[-1]
 
 
 @dataclass(frozen=True)
@@ -171,9 +197,11 @@ class Case:
 def wrk(served: Served, case: Case, sessions: list[str], seconds: int) -> Load:
     args = [ensure_wrk(), "-t1", f"-c{case.connections}", f"-d{seconds}s", "--timeout", "10s", "-s", str(LUA)]
     cpu = tree_cpu_seconds(served.pid)
+    others = None if served.cpu is None else set(os.sched_getaffinity(0)) - {served.cpu}
     done = subprocess.run(
-        [*args, served.url, "--", case.era, TOOLS[case.tool], *sessions], capture_output=True, text=True, check=True
-    )
+        pinned(others, [*args, served.url, "--", case.era, TOOLS[case.tool], *sessions]),
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
     cpu = tree_cpu_seconds(served.pid) - cpu
     line = next((x for x in done.stdout.splitlines() if x.startswith("mcpbench ")), None)
     if line is None:
@@ -243,11 +271,16 @@ def shown(cmd: list[str], env: dict[str, str]) -> str:
 
 
 @contextmanager
-def serving(
-    stack: str, app: str, launcher: str | None = None, protocol: str = "uvicorn", counts: Path | None = None
+def serving(  # noqa: PLR0913  (what is served, and how)
+    stack: str,
+    app: str,
+    launcher: str | None = None,
+    protocol: str = "uvicorn",
+    counts: Path | None = None,
+    cpu: int | None = None,
 ) -> Iterator[Served]:
     """`app` served on `stack`, once it accepts connections (on a counting loop that writes its
-    counts to `counts` on SIGUSR1, when given)."""
+    counts to `counts` on SIGUSR1, when given; on `cpu` alone, when given)."""
     port = free_port()
     cmd, env = server_command(stack, app, port, launcher, protocol, counts is not None)
     if counts is not None:
@@ -256,8 +289,9 @@ def serving(
     log = LOGS / f"{stack}-{app}-{launcher or 'single'}.log"
     with log.open("wb") as output:  # the server's own output, kept out of the tables
         proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=child_env(**env), stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
+            pinned(None if cpu is None else {cpu}, cmd),
+            cwd=ROOT, env=child_env(**env), stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 120
@@ -271,7 +305,7 @@ def serving(
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"server did not start: {shown(cmd, env)}") from None
                 time.sleep(0.1)
-        yield Served(url, proc.pid)
+        yield Served(url, proc.pid, cpu)
     finally:
         proc.terminate()
         try:
@@ -363,10 +397,12 @@ class Options:
     multi_connections: list[int]
     memory: bool
     instructions: bool = False
+    bytecodes: bool = False
     calls: int = 200
     jobs: int = 1
     syscalls: bool = False
     protocol: str = "uvicorn"
+    pin: bool = False
 
 
 def measure(served: Served, app: str, case: Case, options: Options) -> Load:
@@ -419,7 +455,7 @@ def single_worker(options: Options) -> dict[str, Any]:
     where: dict[str, str] = {}
     for stack in options.stacks:
         for app in options.apps:
-            with serving(stack, app, protocol=options.protocol) as served:
+            with serving(stack, app, protocol=options.protocol, cpu=pin_cpu() if options.pin else None) as served:
                 print(f"{STACK_LABEL[stack]}: {APP_LABEL[app]}", flush=True)
                 if app != "empty":
                     where[app] = runs_on(served.url)
@@ -442,8 +478,10 @@ def single_worker(options: Options) -> dict[str, Any]:
                 }
                 compare(row, got, empty)
                 row["command"] = command(
-                    "--stacks", stack, "--configs", f"{era}:{connections}", "--tools", tool, "--no-multi", "--no-memory"
-                )
+                    "--stacks", stack, "--configs", f"{era}:{connections}", "--tools", tool,
+                    "--no-multi", "--no-memory", *(["--pin"] if options.pin else []),
+                    *(["--protocol", "mcpgen"] if options.protocol == "mcpgen" else []),
+                )  # fmt: skip
                 rows.append(row)
     columns = list(rows[0])
     return {
@@ -459,6 +497,9 @@ def single_worker(options: Options) -> dict[str, Any]:
             "official_json} --host 127.0.0.1 --port PORT --http {h11|httptools} --loop {asyncio|uvloop} --no-access-log"
             " --log-level warning",
             "handshake era: one session per connection, opened before the runs; the calls carry them in turn",
+            "--pin: each server on one CPU of its own (taskset), wrk on the others"
+            if options.pin
+            else "not pinned: the server and wrk share the CPUs as the system schedules them",
             CELLS,
         ],
     }
@@ -606,6 +647,62 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
             "one connection, each request after the previous response; uvicorn's own protocol class, or with"
             " --protocol mcpgen the one mcpgen serve runs (with the head deadline, writing a head with its body)",
             "empty's share: the empty app's instructions / the app's (the rate share when server CPU is the limit)",
+        ],
+    }
+
+
+# -- bytecodes -------------------------------------------------------------------------------------
+
+
+def counted_bytecodes(case: tuple[str, str, str, str], calls: int, protocol: str) -> dict[str, Any]:
+    """`servers/drive_asgi.py`'s bytecode report for one case (per call)."""
+    stack, app, era, tool = case
+    done = subprocess.run(
+        [sys.executable, f"{SERVERS}/drive_asgi.py", stack, app, era, tool, str(calls), protocol, "bytecodes"],
+        cwd=ROOT, capture_output=True, text=True, check=True, env=child_env(PYTHONHASHSEED="0"),
+    )  # fmt: skip
+    line = next((line for line in done.stdout.splitlines() if line.startswith("BYTECODES ")), None)
+    assert line is not None, done.stdout[-2000:] + done.stderr[-2000:]
+    report: dict[str, Any] = json.loads(line.removeprefix("BYTECODES "))
+    return report
+
+
+def bytecodes(options: Options) -> dict[str, Any]:
+    eras = list(dict.fromkeys(era for era, _ in options.configs))
+    cases = [
+        (stack, app, era, "sync" if app == "empty" else tool)
+        for stack in options.stacks
+        for era in eras
+        for app in options.apps
+        for tool in (["-"] if app == "empty" else options.tools)
+    ]
+    reports = {case: counted_bytecodes(case, options.calls, options.protocol) for case in cases}
+    rows = []
+    for (stack, app, era, tool), report in reports.items():
+        empty = reports.get((stack, "empty", era, "sync"))
+        rows.append({
+            "stack": STACK_LABEL[stack],
+            "era": era,
+            "app": APP_LABEL.get(app, app),
+            "tool": tool if app != "empty" else "",
+            "bytecodes a call": f"{report['total']:,.0f}",
+            "over the empty app": f"{report['total'] - empty['total']:,.0f}" if empty is not None else "",
+            "by who ran them": "; ".join(f"{part} {count:,.0f}" for part, count in report["parts"].items()),
+            "most in": "; ".join(f"{where} {count:,.0f}" for where, count in report["top"][:8]),
+        })  # fmt: skip
+        print(f"  {stack} {app} {era} {tool}: {report['total']:,.0f} bytecodes a call", flush=True)
+    return {
+        "title": "Streamable HTTP server: Python bytecodes per call (uvicorn's protocol in process)"
+        + (", mcpgen serve's protocol classes" if options.protocol == "mcpgen" else ""),
+        "keys": ["stack", "era", "app", "tool"],
+        "columns": list(rows[0]),
+        "rows": rows,
+        "command": command("--bytecodes", "--calls", str(options.calls), "--protocol", options.protocol),
+        "notes": [
+            f"python bench/servers/drive_asgi.py STACK APP ERA TOOL {options.calls} PROTOCOL bytecodes: a sys.settrace"
+            " opcode counter over the calls after the 50-call warm-up; the count / calls",
+            "Python bytecodes only: the C code behind them (httptools, orjson, pydantic-core, uvloop) is not counted;"
+            " the bench harness's own are in 'bench harness'",
         ],
     }
 
@@ -764,9 +861,17 @@ def parse(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--multi-connections", default="50,1", help="connections for the runs on several workers")
     parser.add_argument("--no-multi", action="store_true")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="one-worker runs: the server on one CPU of its own, wrk on the others (needs two CPUs or more)",
+    )
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument("--instructions", action="store_true", help="count instructions per call instead (callgrind)")
-    parser.add_argument("--calls", type=int, default=200, help="calls per counted run (--instructions)")
+    parser.add_argument(
+        "--bytecodes", action="store_true", help="count Python bytecodes per call instead, by who ran them"
+    )
+    parser.add_argument("--calls", type=int, default=200, help="calls per counted run (--instructions, --bytecodes)")
     parser.add_argument("--jobs", type=int, default=1, help="counted runs at once (--instructions)")
     parser.add_argument(
         "--syscalls",
@@ -798,10 +903,12 @@ def parse(argv: list[str] | None = None) -> Options:
         multi_connections=[int(n) for n in args.multi_connections.split(",") if n],
         memory=not args.no_memory,
         instructions=args.instructions,
+        bytecodes=args.bytecodes,
         calls=args.calls,
         jobs=args.jobs,
         syscalls=args.syscalls,
         protocol=args.protocol,
+        pin=args.pin,
     )
 
 
@@ -809,6 +916,9 @@ def main() -> None:
     options = parse()
     if options.instructions:
         save_tables("http_instructions", [instructions(options, options.calls, options.jobs)])
+        return
+    if options.bytecodes:
+        save_tables("http_bytecodes", [bytecodes(options)])
         return
     ensure_wrk()
     if options.syscalls:

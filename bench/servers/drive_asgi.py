@@ -2,20 +2,27 @@
 or httptools on uvloop) fed request bytes through a transport that keeps what is written, in turn,
 one connection, each request after the previous response is complete. Everything the server
 does for a request (parsing, the ASGI app, writing the response) runs; the kernel and the client
-do not. `bench_http.py --instructions` runs it under callgrind with 0 and with N calls.
+do not. `bench_http.py --instructions` runs it under callgrind with 0 and with N calls;
+`bench_http.py --bytecodes` runs it once with COUNT `bytecodes`: the Python bytecodes executed
+for the N calls after the warm-up, by who ran them (printed as one JSON line, per call).
 
-    python bench/servers/drive_asgi.py STACK APP ERA TOOL CALLS [PROTOCOL]
+    python bench/servers/drive_asgi.py STACK APP ERA TOOL CALLS [PROTOCOL] [COUNT]
         STACK: h11 | httptools; APP: empty | floor | mcpgen | official_json; ERA: modern | handshake
         PROTOCOL: uvicorn (its own protocol class, the default) | mcpgen (mcpgen serve's: uvicorn's
         with the head deadline, writing a response's head with its body)
+        COUNT: bytecodes (count them, see `Bytecodes`), or nothing
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import sys
+import sysconfig
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -106,7 +113,83 @@ class Calls:
         return self.format % (self.fixed + len(b"%d" % n), n)
 
 
-async def main(stack: str, app_name: str, era: str, tool: str, calls: int, protocol: str = "uvicorn") -> None:  # noqa: PLR0913
+class Bytecodes:
+    """Counts the Python bytecodes run (a `sys.settrace` tracer asking for opcode events), by code
+    object, while on. Exact and load-independent, but Python's share only: what C code (parsers,
+    validators, the event loop's own) does for a bytecode is not in it. Parts: who ran them."""
+
+    PARTS = (  # (part, a path fragment of its files): the first that matches
+        ("mcpgen runtime", "/runtime/"),
+        ("mcpgen generated", "/generated/"),
+        ("uvicorn", "/uvicorn/"),
+        ("h11", "/h11/"),
+        ("anyio", "/anyio/"),
+        ("official SDK", "/mcp/"),
+        ("pydantic", "/pydantic/"),
+        ("starlette", "/starlette/"),
+        ("bench apps (empty, floor)", "/bench/servers/apps.py"),
+        ("bench harness", "/bench/servers/"),
+        ("asyncio", "/asyncio/"),
+        ("made by dataclasses", "<string>"),  # (the `__init__` a dataclass writes has no file)
+        ("other standard library", sysconfig.get_paths()["stdlib"]),
+        ("other standard library", "<frozen "),  # (modules frozen into the interpreter)
+    )
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[Any] = collections.Counter()
+
+    def _trace(self, frame: FrameType, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        return self._opcode
+
+    def _opcode(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            self.counts[frame.f_code] += 1
+        return self._opcode
+
+    def start(self) -> None:
+        sys.settrace(self._trace)
+
+    def stop(self) -> None:
+        sys.settrace(None)
+
+    def report(self, calls: int) -> dict[str, Any]:
+        """Per call: the total, by part, and the 15 functions that ran the most."""
+        parts: collections.Counter[str] = collections.Counter()
+        for code, count in self.counts.items():
+            part = next((name for name, where in self.PARTS if where in code.co_filename), "other")
+            parts[part] += count
+        top = [
+            (f"{Path(code.co_filename).name}:{code.co_firstlineno} {code.co_name}", round(count / calls, 1))
+            for code, count in self.counts.most_common(15)
+        ]
+        total = sum(parts.values())
+        return {
+            "total": round(total / calls, 1),
+            "parts": {name: round(count / calls, 1) for name, count in parts.most_common()},
+            "top": top,
+        }
+
+
+async def run_calls(
+    exchange: Callable[[bytes], Awaitable[bytes]], request: Calls, calls: int, bytecodes: Bytecodes | None
+) -> None:
+    """The warm-up's calls, then the measured ones (their bytecodes counted, when asked), each answer checked."""
+    for n in range(1, WARM_UP + calls + 1):
+        if n == WARM_UP + 1 and bytecodes is not None:
+            bytecodes.start()
+        answer = await exchange(request(n))
+        if b'"result"' not in answer or b" 200 " not in answer.split(b"\r\n", 1)[0]:
+            raise SystemExit(f"bad answer: {answer[:300]!r}")
+    if bytecodes is not None:
+        bytecodes.stop()
+        print("BYTECODES " + json.dumps(bytecodes.report(calls)), flush=True)
+
+
+async def main(  # noqa: PLR0913
+    stack: str, app_name: str, era: str, tool: str, calls: int, protocol: str = "uvicorn", count: str = ""
+) -> None:
     from uvicorn.config import Config
     from uvicorn.lifespan.on import LifespanOn
     from uvicorn.server import ServerState
@@ -160,11 +243,7 @@ async def main(stack: str, app_name: str, era: str, tool: str, calls: int, proto
         session = next(line.split(":", 1)[1].strip() for line in head if line.lower().startswith("mcp-session-id:"))
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         await exchange(post(note, {"Mcp-Protocol-Version": V25, "Mcp-Session-Id": session}))
-    request = Calls(era, tool, session)
-    for n in range(1, WARM_UP + calls + 1):
-        answer = await exchange(request(n))
-        if b'"result"' not in answer or b" 200 " not in answer.split(b"\r\n", 1)[0]:
-            raise SystemExit(f"bad answer: {answer[:300]!r}")
+    await run_calls(exchange, Calls(era, tool, session), calls, Bytecodes() if count == "bytecodes" else None)
     transport.close()
     protocol.connection_lost(None)
     await lifespan.shutdown()
@@ -173,8 +252,9 @@ async def main(stack: str, app_name: str, era: str, tool: str, calls: int, proto
 if __name__ == "__main__":
     stack, app_name, era, tool, calls = sys.argv[1:6]
     protocol = sys.argv[6] if len(sys.argv) > 6 else "uvicorn"
+    count = sys.argv[7] if len(sys.argv) > 7 else ""
     if stack == "httptools":
         import uvloop
 
         uvloop.install()
-    asyncio.run(main(stack, app_name, era, tool, int(calls), protocol))
+    asyncio.run(main(stack, app_name, era, tool, int(calls), protocol, count))
