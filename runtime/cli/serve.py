@@ -33,6 +33,12 @@ from ..server.http.security import HttpSecurity
 @click.option("--allow-origin", "allowed_origins", multiple=True, help="An Origin to accept (repeatable; * for any).")
 @click.option("--log-level", default="info", show_default=True, help="uvicorn's log level.")
 @click.option(
+    "--access-log/--no-access-log",
+    default=False,
+    show_default=True,
+    help="Log a line per request (off by default: it cuts the rate of short calls by a third or more).",
+)
+@click.option(
     "--workers",
     default=1,
     show_default=True,
@@ -54,6 +60,7 @@ def serve(  # noqa: PLR0913  (click passes each option as an argument)
     allowed_hosts: tuple[str, ...],
     allowed_origins: tuple[str, ...],
     log_level: str,
+    access_log: bool,
     workers: int,
     healthcheck_timeout: int,
 ) -> None:
@@ -80,10 +87,11 @@ def serve(  # noqa: PLR0913  (click passes each option as an argument)
                 path=path,
                 security=security,
                 log_level=log_level,
+                access_log=access_log,
                 healthcheck_timeout=healthcheck_timeout,
             )
         else:
-            server.run_http(host, port, path, log_level=log_level, security=security)
+            server.run_http(host, port, path, log_level=log_level, access_log=access_log, security=security)
     except (ImportError, OSError) as exc:  # the extra is missing; the address is taken
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:  # a Ctrl-C outside uvicorn's own handling: stopping is what was asked

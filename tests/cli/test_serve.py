@@ -75,6 +75,33 @@ def test_mcpgen_serve_workers_serves_from_several_processes_with_its_options() -
     assert "Traceback" not in rest and "stopped" in rest
 
 
+@pytest.mark.parametrize(
+    ("options", "logged"),
+    [([], False), (["--access-log"], True), (["--workers", "2", "--access-log"], True)],
+)
+def test_mcpgen_serve_logs_a_line_per_request_only_when_asked(options: list[str], logged: bool) -> None:
+    """`mcpgen serve` writes no line per request unless `--access-log` says so (uvicorn's default
+    writes one, which cuts the rate of short calls by a third or more); its workers too."""
+    port = free_port()
+    command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port), *options]
+    seen: list[str] = []
+    with process(command, "Application startup complete", seen=seen) as proc:
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        reply = httpx.post(
+            f"http://127.0.0.1:{port}/mcp",
+            json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
+            headers={**headers, **modern_headers("tools/call", "add")},
+            timeout=30,
+        )
+        assert reply.json()["result"]["structuredContent"] == {"result": 5}
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout is not None
+        rest = "".join(seen) + proc.stdout.read().decode(errors="replace")
+    assert ('"POST /mcp HTTP/1.1" 200' in rest) is logged, rest
+    assert "Traceback" not in rest and "stopped" in rest
+
+
 SLOW_TOOL = """import anyio
 from mcpgen.runtime import Server
 

@@ -14,6 +14,10 @@ connection but not the time a request's head may take to arrive, so the runner g
 `HttpSecurity.header_timeout` (`protocols`): a connection whose next request head is not complete
 in time is closed (slowloris); hypercorn's keep-alive timeout, which runs until each request's
 head has come, is set to it. The app bounds the body itself (`body_timeout`).
+
+No line is logged per request unless `access_log` is set (uvicorn's access log, hypercorn's to
+standard output): writing one per request cut the rate of short calls by a third or more in the
+benchmarks (`docs/explanation/project.md`), and neither gunicorn nor hypercorn log them by default.
 """
 
 from __future__ import annotations
@@ -74,19 +78,23 @@ async def serve_http(  # noqa: PLR0913  (keyword-only settings)
     sockets: Sequence[socket.socket] | None = None,
     shutdown: anyio.Event | None = None,
     log_level: str = "warning",
+    access_log: bool = False,
 ) -> None:
     """Serve `app` until `shutdown` is set (or the task is cancelled): uvicorn on asyncio,
-    hypercorn on trio. Pass bound `sockets` to know the port before the server starts."""
+    hypercorn on trio. Pass bound `sockets` to know the port before the server starts;
+    `access_log` logs a line per request."""
     if sockets is None:
         sockets = [bind(host, port)]
     stop = shutdown or anyio.Event()
     if running_on_trio():
-        await _serve_hypercorn(app, sockets, stop, log_level)
+        await _serve_hypercorn(app, sockets, stop, log_level, access_log)
     else:
-        await _serve_uvicorn(app, sockets, stop, log_level)
+        await _serve_uvicorn(app, sockets, stop, log_level, access_log)
 
 
-async def _serve_uvicorn(app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str) -> None:
+async def _serve_uvicorn(
+    app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str, access_log: bool
+) -> None:
     require_uvicorn()
     import uvicorn
 
@@ -97,7 +105,14 @@ async def _serve_uvicorn(app: HttpApp, sockets: Sequence[socket.socket], stop: a
             app.close_streams()
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=30, http=http_protocol())
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan="on",
+        timeout_graceful_shutdown=30,
+        http=http_protocol(),
+    )
     server = Graceful(config)
     async with anyio.create_task_group() as tg:
 
@@ -112,7 +127,9 @@ async def _serve_uvicorn(app: HttpApp, sockets: Sequence[socket.socket], stop: a
             tg.cancel_scope.cancel()
 
 
-async def _serve_hypercorn(app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str) -> None:
+async def _serve_hypercorn(
+    app: HttpApp, sockets: Sequence[socket.socket], stop: anyio.Event, log_level: str, access_log: bool
+) -> None:
     try:
         from hypercorn.config import Config
     except ImportError as exc:
@@ -122,6 +139,8 @@ async def _serve_hypercorn(app: HttpApp, sockets: Sequence[socket.socket], stop:
     config = Config()
     config.bind = [f"fd://{os.dup(sock.fileno())}" for sock in sockets]  # hypercorn closes what it is given
     config.loglevel = log_level.upper()
+    if access_log:
+        config.accesslog = "-"  # (standard output; hypercorn logs none by default)
     config.graceful_timeout = 30
     config.keep_alive_timeout = app.security.header_timeout  # hypercorn runs it until each request's head came
 
@@ -138,9 +157,12 @@ def endpoint_url(host: str, port: int, path: str | None) -> str:
     return f"http://{shown}:{port}{path or '/'}"
 
 
-def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+def run_http(
+    app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info", access_log: bool = False
+) -> None:
     """Serve `app` with uvicorn until interrupted (Ctrl-C): the blocking one-liner, on uvicorn's
-    fastest installed stack (its "auto" event loop: uvloop when installed).
+    fastest installed stack (its "auto" event loop: uvloop when installed); `access_log` logs a
+    line per request.
     Logs the endpoint's URL, path included, once serving; returns after a graceful shutdown (an
     interruption ends serving, it is not an error)."""
     require_uvicorn()
@@ -160,7 +182,9 @@ def run_http(app: HttpApp, host: str = "127.0.0.1", port: int = 8000, log_level:
             app.close_streams()
             await super().shutdown(sockets)
 
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", http=http_protocol())
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, access_log=access_log, lifespan="on", http=http_protocol()
+    )
     try:
         Graceful(config).run()
     except KeyboardInterrupt:  # uvicorn shut down gracefully, then passed the Ctrl-C on

@@ -131,6 +131,7 @@ def serve_workers(  # noqa: PLR0913  (keyword-only settings)
     security: HttpSecurity | None = None,
     log_level: str = "info",
     healthcheck_timeout: int = 30,
+    access_log: bool = False,
 ) -> None:
     """Serve the `Server` named by `target` from `workers` processes until interrupted, with
     uvicorn's supervisor (it restarts a worker that dies, or one that does not answer its health
@@ -138,7 +139,8 @@ def serve_workers(  # noqa: PLR0913  (keyword-only settings)
     on a loaded machine) on one socket bound here. Each worker
     imports `target` itself: handshake-era sessions live in the worker that opened them (modern
     requests are self-contained); set `MCPGEN_STATE_KEYS` so every worker reads the others'
-    `requestState`, and `MCPGEN_REDIS_URL` for one change bus and task store."""
+    `requestState`, and `MCPGEN_REDIS_URL` for one change bus and task store. `access_log`
+    logs a line per request."""
     from .run import bind, require_uvicorn
 
     require_uvicorn()
@@ -156,6 +158,7 @@ def serve_workers(  # noqa: PLR0913  (keyword-only settings)
         http=http_protocol(),
         lifespan="on",
         log_level=log_level,
+        access_log=access_log,
         timeout_graceful_shutdown=30,
         timeout_worker_healthcheck=healthcheck_timeout,
     )

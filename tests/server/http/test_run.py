@@ -378,3 +378,34 @@ async def test_a_stream_without_a_first_event_gets_its_head() -> None:
             async with http.stream("GET", url, headers={**session, "accept": "text/event-stream"}) as stream:
                 assert stream.status_code == 200
                 assert stream.headers["content-type"] == "text/event-stream"
+
+
+@pytest.mark.parametrize("access_log", [False, True])
+async def test_serve_http_logs_a_line_per_request_only_when_asked(
+    access_log: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No line per request by default (uvicorn logs one unless told not to; hypercorn does not),
+    one with `access_log`, on either ASGI server."""
+    from mcpgen.runtime.server.http.run import bind, serve_http
+
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    stop = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(
+            lambda: serve_http(
+                make_server().http_app(), sockets=[sock], shutdown=stop, log_level="info", access_log=access_log
+            )
+        )
+        try:
+            async with httpx.AsyncClient(timeout=30) as client:
+                body = request(1, "tools/call", {"name": "count", "arguments": {"n": 0}, "_meta": meta()})
+                headers = {**HEADERS, **modern_headers("tools/call", "count")}
+                reply = await client.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers)
+                assert reply.json()["result"]["content"][0]["text"] == "counted 0"
+        finally:
+            stop.set()
+    sock.close()
+    out, err = capsys.readouterr()
+    logged = [line for line in (out + err).splitlines() if "POST /mcp" in line]
+    assert bool(logged) is access_log, out + err
