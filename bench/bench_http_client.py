@@ -51,6 +51,7 @@ def official_server(*options: str) -> Iterator[str]:
 async def ours(url: str, mode: str, tool: str, calls: int) -> tuple[float, float]:
     from mcpgen.runtime import Client
 
+    mode = "handshake" if mode == "legacy" else mode  # its own word (the official client's is "legacy")
     async with Client(url, mode=mode, checks=ClientChecks(structured_output=False)) as client:
         return await _timed(lambda: client.call_tool(tool, ARGS), calls)
 
