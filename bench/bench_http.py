@@ -602,9 +602,8 @@ def per_call(case: tuple[str, str, str, str], calls: int, protocol: str = "uvico
     return counted // calls
 
 
-def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
-    if shutil.which("valgrind") is None:
-        raise SystemExit("--instructions needs valgrind: apt-get install valgrind")
+def counted_cases(options: Options) -> tuple[list[str], list[tuple[str, str, str, str]]]:
+    """The eras and the (stack, app, era, tool) cases a one-process count runs (the empty app once an era)."""
     eras = list(dict.fromkeys(era for era, _ in options.configs))
     cases = [
         (stack, app, era, "sync" if app == "empty" else tool)
@@ -613,6 +612,13 @@ def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
         for app in options.apps
         for tool in (["-"] if app == "empty" else options.tools)
     ]
+    return eras, cases
+
+
+def instructions(options: Options, calls: int, jobs: int) -> dict[str, Any]:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind: apt-get install valgrind")
+    eras, cases = counted_cases(options)
     with ThreadPoolExecutor(jobs) as pool:
         counts = dict(zip(cases, pool.map(lambda case: per_call(case, calls, options.protocol), cases), strict=True))
     rows = []
@@ -668,14 +674,7 @@ def counted_bytecodes(case: tuple[str, str, str, str], calls: int, protocol: str
 
 
 def bytecodes(options: Options) -> dict[str, Any]:
-    eras = list(dict.fromkeys(era for era, _ in options.configs))
-    cases = [
-        (stack, app, era, "sync" if app == "empty" else tool)
-        for stack in options.stacks
-        for era in eras
-        for app in options.apps
-        for tool in (["-"] if app == "empty" else options.tools)
-    ]
+    _, cases = counted_cases(options)
     reports = {case: counted_bytecodes(case, options.calls, options.protocol) for case in cases}
     rows = []
     for (stack, app, era, tool), report in reports.items():

@@ -17,18 +17,23 @@ from support.processes import REPO, free_port, process
 MCPGEN = str(Path(sys.executable).parent / "mcpgen")
 
 
+def add_over_http(port: int) -> object:
+    """The structured result of the example server's `add(2, 3)`, called with a modern POST."""
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    reply = httpx.post(
+        f"http://127.0.0.1:{port}/mcp",
+        json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
+        headers={**headers, **modern_headers("tools/call", "add")},
+        timeout=30,
+    )
+    return reply.json()["result"]["structuredContent"]
+
+
 def test_mcpgen_serve_serves_a_server_file_over_http() -> None:
     port = free_port()
     command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port)]
     with process(command, "Uvicorn running on"):
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        reply = httpx.post(
-            f"http://127.0.0.1:{port}/mcp",
-            json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
-            headers={**headers, **modern_headers("tools/call", "add")},
-            timeout=30,
-        )
-        assert reply.json()["result"]["structuredContent"] == {"result": 5}
+        assert add_over_http(port) == {"result": 5}
 
 
 def test_ctrl_c_stops_mcpgen_serve_cleanly_and_the_log_names_the_endpoint() -> None:
@@ -86,14 +91,7 @@ def test_mcpgen_serve_logs_a_line_per_request_only_when_asked(options: list[str]
     command = [MCPGEN, "serve", "examples/everything_server.py:server", "--port", str(port), *options]
     seen: list[str] = []
     with process(command, "Application startup complete", seen=seen) as proc:
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        reply = httpx.post(
-            f"http://127.0.0.1:{port}/mcp",
-            json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
-            headers={**headers, **modern_headers("tools/call", "add")},
-            timeout=30,
-        )
-        assert reply.json()["result"]["structuredContent"] == {"result": 5}
+        assert add_over_http(port) == {"result": 5}
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 0
         assert proc.stdout is not None
@@ -161,14 +159,7 @@ def test_the_quick_start_file_is_served_from_its_folder(tmp_path: Path, target: 
     command = [MCPGEN, "serve", target, "--port", str(port)]
     # stdin stays open, as a terminal's would: a stdio server started at import would wait on it for ever
     with process(command, "MCP endpoint at", cwd=tmp_path, seen=seen, stdin=subprocess.PIPE):
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-        reply = httpx.post(
-            f"http://127.0.0.1:{port}/mcp",
-            json=request(1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": meta()}),
-            headers={**headers, **modern_headers("tools/call", "add")},
-            timeout=30,
-        )
-        assert reply.json()["result"]["structuredContent"] == {"result": 5}
+        assert add_over_http(port) == {"result": 5}
     assert any("starts serving when imported (run_stdio())" in line for line in seen), seen
 
 
